@@ -20,4 +20,3 @@ class ErrorCode(IntEnum):
     TOKEN_OVERFLOW = 9          # a push past TOKEN_QUEUE_DEPTH outstanding tokens
     DEADLOCK = 10               # every unfinished module waits on a token nobody can push
     MISSING_FINISH = 11         # the stream ended without a FINISH
-    EMPTY_LOAD = 12             # x_size > 0 with y_size == 0, or pads on a no-op
