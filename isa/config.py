@@ -32,9 +32,9 @@ class ConfigError(ValueError):
 
 # (JSON key, attribute, default, lower bound, upper bound). Original keys first.
 _FIELDS = (
-    ("LOG_INP_WIDTH", "log_inp_width", 3, 0, 5),
-    ("LOG_WGT_WIDTH", "log_wgt_width", 3, 0, 5),
-    ("LOG_ACC_WIDTH", "log_acc_width", 5, 3, 5),
+    ("LOG_INP_WIDTH", "log_inp_width", 3, 3, 3),
+    ("LOG_WGT_WIDTH", "log_wgt_width", 3, 3, 3),
+    ("LOG_ACC_WIDTH", "log_acc_width", 5, 5, 5),
     ("LOG_BATCH", "log_batch", 0, 0, 6),
     ("LOG_BLOCK_IN", "log_block_in", 4, 0, 6),
     ("LOG_BLOCK_OUT", "log_block_out", 4, 0, 6),
@@ -89,6 +89,10 @@ class VTAConfig:
             value = getattr(self, attr)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"{key} must be an integer, got {value!r}")
+            if lo == hi and value != lo:
+                raise ConfigError(f"{key} = {value} is not supported: it must be {lo} (this "
+                                  f"implementation has int8 inputs and weights and int32 "
+                                  f"accumulators)")
             if not lo <= value <= hi:
                 raise ConfigError(f"{key} = {value} is out of range: it must be in [{lo}, {hi}]")
         if self.log_out_width > self.log_acc_width:

@@ -1,0 +1,466 @@
+"""The functional simulator: the architectural semantics of SPEC §4, vectorised with numpy.
+
+Three modules (load, compute, store) execute their own instructions in program order, each
+instruction atomically; only the four token queues order them against each other. Fetch
+dispatches in program order into command queues of ``cfg.cmd_queue_depth`` entries (an entry is
+freed when its module starts the instruction), so the programs that deadlock here are exactly
+those that deadlock in the hardware. A *schedule* picks which ready module runs next; a
+race-free program gives the same DRAM under every schedule (:func:`find_race` checks).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa.config import VTAConfig
+from isa.encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType,
+                          Opcode, Store, decode, module_of)
+from isa.errors import ErrorCode
+from isa.image import ProgramImage
+from isa.layout import uop_layout
+
+__all__ = ["FunctionalSimulator", "FunctionalResult", "SimulationError", "RaceError",
+           "run_image", "find_race", "SCHEDULES", "MODULES", "QUEUES"]
+
+MODULES = ("load", "compute", "store")
+# Token queues: name -> (producer, consumer).
+QUEUES = {"l2g": ("load", "compute"), "g2l": ("compute", "load"),
+          "g2s": ("compute", "store"), "s2g": ("store", "compute")}
+# For each module, which queue each dependency flag refers to (None: must be zero).
+_DEP_QUEUES = {
+    "load": {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
+    "compute": {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
+    "store": {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
+}
+SCHEDULES = ("in-order", "load-first", "store-first", "compute-first", "random")
+
+
+class SimulationError(RuntimeError):
+    """An error in the program (SPEC §4.6): ``code``, instruction ``index``, ``field``, ``value``."""
+
+    def __init__(self, code: ErrorCode, index: int | None, message: str, *,
+                 field: str | None = None, value=None):
+        self.code, self.index, self.field, self.value = code, index, field, value
+        where = f"instruction {index}: " if index is not None else ""
+        super().__init__(f"{where}{message} [{code.name}]")
+
+
+class RaceError(RuntimeError):
+    """Two legal schedules of one program left different DRAM."""
+
+
+@dataclass
+class FunctionalResult:
+    dram: np.ndarray
+    counters: dict = field(default_factory=dict)
+    finished: bool = True
+
+
+def _counters() -> dict:
+    keys = ("gemm_counter", "gemm_reset_counter", "alu_counter", "inp_load_nbytes",
+            "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
+            "load_insns", "store_insns", "gemm_insns", "alu_insns", "finish_insns",
+            "nop_insns")
+    return dict.fromkeys(keys, 0)
+
+
+class FunctionalSimulator:
+    """Architectural state (SRAMs, token counts, DRAM) and the instruction semantics.
+
+    ``dram`` is used in place; :meth:`run` executes one launch.
+    """
+
+    def __init__(self, cfg: VTAConfig, dram: np.ndarray):
+        self.cfg = cfg
+        self.dram = dram
+        c = cfg
+        self.uop = np.zeros(c.uop_depth, np.uint32)
+        self.inp = np.zeros((c.inp_depth, c.batch, c.block_in), np.int8)
+        self.wgt = np.zeros((c.wgt_depth, c.block_out, c.block_in), np.int8)
+        self.acc = np.zeros((c.acc_depth, c.batch, c.block_out), np.int32)
+        self.counters = _counters()
+        lay = uop_layout(cfg)
+        self._uop_fields = [(f.offset, f.mask) for f in (lay["dst"], lay["src"], lay["wgt"])]
+
+    # ------------------------------------------------------------------ scheduling
+    def run(self, insn_addr: int, insn_count: int, *, schedule: str = "in-order",
+            seed: int = 0) -> bool:
+        """Execute one launch; returns when FINISH has executed. Raises SimulationError."""
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {schedule!r}; choose from {', '.join(SCHEDULES)}")
+        rng = random.Random(seed)
+        words = self.dram[insn_addr:insn_addr + 16 * insn_count]
+        if words.size < 16 * insn_count:
+            raise SimulationError(ErrorCode.DRAM_RANGE, None,
+                                  f"the instruction stream at {insn_addr} ({insn_count} "
+                                  f"instructions) runs past the end of DRAM ({self.dram.size} "
+                                  f"bytes)", field="insn_addr", value=insn_addr)
+        words = words.view("<u8").reshape(-1, 2)
+        queues = {m: deque() for m in MODULES}
+        tokens = dict.fromkeys(QUEUES, 0)
+        fetched, pending = 0, None
+        depth = self.cfg.cmd_queue_depth
+        while True:
+            # Fetch dispatches in program order while the target queue has room.
+            while fetched < insn_count:
+                if pending is None:
+                    word = int(words[fetched, 0]) | (int(words[fetched, 1]) << 64)
+                    pending = self._decode(word, fetched)
+                module = module_of(pending)
+                if len(queues[module]) >= depth:
+                    break
+                queues[module].append((fetched, pending))
+                fetched, pending = fetched + 1, None
+            ready = [m for m in MODULES if queues[m] and self._can_start(m, queues[m][0][1],
+                                                                           tokens)]
+            if not ready:
+                self._stuck(queues, tokens, fetched, insn_count)
+            module = self._pick(ready, queues, schedule, rng)
+            index, insn = queues[module].popleft()
+            dq = _DEP_QUEUES[module]
+            for flag in ("pop_prev", "pop_next"):
+                if getattr(insn, flag):
+                    tokens[dq[flag]] -= 1
+            try:
+                self.execute(insn)
+            except SimulationError as exc:
+                exc.index = index
+                exc.args = (f"instruction {index}: {exc.args[0]}",)
+                raise
+            for flag in ("push_prev", "push_next"):
+                if getattr(insn, flag):
+                    queue = dq[flag]
+                    if tokens[queue] >= self.cfg.token_queue_depth:
+                        raise SimulationError(
+                            ErrorCode.TOKEN_OVERFLOW, index,
+                            f"{flag} on {module}: queue {queue} already holds "
+                            f"{tokens[queue]} tokens (TOKEN_QUEUE_DEPTH = "
+                            f"{self.cfg.token_queue_depth})", field=flag, value=tokens[queue])
+                    tokens[queue] += 1
+            if isinstance(insn, Finish):
+                self.tokens = tokens
+                return True
+
+    def _decode(self, word: int, index: int) -> Instruction:
+        try:
+            insn = decode(word, self.cfg)
+        except IsaError as exc:
+            raise SimulationError(ErrorCode.ILLEGAL_OPCODE, index, exc.detail,
+                                  field=exc.field, value=exc.value) from None
+        module = module_of(insn)
+        for flag, queue in _DEP_QUEUES[module].items():
+            if queue is None and getattr(insn, flag):
+                raise SimulationError(ErrorCode.ILLEGAL_DEP_FLAG, index,
+                                      f"{flag} must be 0 on a {module}-module instruction "
+                                      f"({insn.opcode.name})", field=flag, value=1)
+        try:
+            self._check_static(insn)
+        except SimulationError as exc:
+            exc.index = index
+            exc.args = (f"instruction {index}: {exc.args[0]}",)
+            raise
+        return insn
+
+    @staticmethod
+    def _check_static(insn: Instruction) -> None:
+        """The errors that the fields alone reveal (checked at dispatch)."""
+        if isinstance(insn, Load):
+            if insn.memory_type not in (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC,
+                                        MemType.ACC_8BIT):
+                raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
+                                      f"LOAD of memory_type {insn.memory_type} (legal: 0 UOP, "
+                                      f"1 WGT, 2 INP, 3 ACC, 5 ACC_8BIT)",
+                                      field="memory_type", value=insn.memory_type)
+        elif isinstance(insn, Store):
+            if insn.x_size == 0:
+                return
+            if insn.memory_type != MemType.OUT:
+                raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
+                                      f"STORE of memory_type {insn.memory_type} (only 4 OUT can "
+                                      f"be stored)", field="memory_type",
+                                      value=insn.memory_type)
+            for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+                if getattr(insn, pad):
+                    raise SimulationError(ErrorCode.STORE_PADDING, None,
+                                          f"STORE cannot pad: {pad} = {getattr(insn, pad)}",
+                                          field=pad, value=getattr(insn, pad))
+        elif isinstance(insn, (Gemm, Alu)):
+            if isinstance(insn, Alu) and insn.alu_opcode not in AluOp.__members__.values():
+                raise SimulationError(ErrorCode.ILLEGAL_ALU_OPCODE, None,
+                                      f"illegal alu_opcode {insn.alu_opcode} (legal: 0 MIN, "
+                                      f"1 MAX, 2 ADD, 3 SHR, 4 MUL)", field="alu_opcode",
+                                      value=insn.alu_opcode)
+            for name in ("iter_out", "iter_in"):
+                if getattr(insn, name) == 0:
+                    raise SimulationError(ErrorCode.EMPTY_LOOP, None,
+                                          f"{insn.opcode.name} with {name} = 0 (an empty loop)",
+                                          field=name, value=0)
+            if insn.uop_end <= insn.uop_bgn:
+                raise SimulationError(ErrorCode.EMPTY_LOOP, None,
+                                      f"{insn.opcode.name} with uop_end = {insn.uop_end} <= "
+                                      f"uop_bgn = {insn.uop_bgn} (an empty micro-op range)",
+                                      field="uop_end", value=insn.uop_end)
+
+    @staticmethod
+    def _can_start(module: str, insn: Instruction, tokens: dict) -> bool:
+        dq = _DEP_QUEUES[module]
+        return all(tokens[dq[flag]] > 0 for flag in ("pop_prev", "pop_next")
+                   if getattr(insn, flag))
+
+    @staticmethod
+    def _pick(ready, queues, schedule, rng) -> str:
+        if len(ready) == 1:
+            return ready[0]
+        if schedule == "in-order":
+            return min(ready, key=lambda m: queues[m][0][0])
+        if schedule == "random":
+            return rng.choice(ready)
+        first = schedule.split("-")[0]
+        return first if first in ready else min(ready, key=lambda m: queues[m][0][0])
+
+    def _stuck(self, queues, tokens, fetched, insn_count):
+        if fetched == insn_count and not any(queues.values()):
+            raise SimulationError(ErrorCode.MISSING_FINISH, insn_count - 1,
+                                  f"the stream of {insn_count} instructions ended without a "
+                                  f"FINISH", field="opcode", value=None)
+        waits = []
+        for module in MODULES:
+            if not queues[module]:
+                waits.append(f"{module} has no instruction")
+                continue
+            index, insn = queues[module][0]
+            dq = _DEP_QUEUES[module]
+            empty = [f"{flag} from {dq[flag]} (0 tokens)" for flag in ("pop_prev", "pop_next")
+                     if getattr(insn, flag) and tokens[dq[flag]] == 0]
+            waits.append(f"{module} waits at instruction {index} ({insn.opcode.name}) to "
+                         + " and ".join(empty))
+        if fetched < insn_count:
+            waits.append(f"fetch waits at instruction {fetched}: its command queue is full")
+        oldest = min(queues[m][0][0] for m in MODULES if queues[m])
+        raise SimulationError(ErrorCode.DEADLOCK, oldest, "token deadlock: " + "; ".join(waits),
+                              field="tokens", value=dict(tokens))
+
+    # ------------------------------------------------------------------ semantics
+    def execute(self, insn: Instruction) -> None:
+        """Execute one instruction atomically (token handling is the scheduler's)."""
+        c = self.counters
+        if isinstance(insn, Load):
+            c["load_insns"] += 1
+            self._load(insn)
+        elif isinstance(insn, Store):
+            c["store_insns"] += 1
+            self._store(insn)
+        elif isinstance(insn, Gemm):
+            c["gemm_insns"] += 1
+            self._gemm(insn)
+        elif isinstance(insn, Alu):
+            c["alu_insns"] += 1
+            self._alu(insn)
+        else:
+            c["finish_insns"] += 1
+
+    def _elem_bytes(self, memory_type: int) -> int:
+        c = self.cfg
+        return {MemType.UOP: c.uop_elem_bytes, MemType.WGT: c.wgt_elem_bytes,
+                MemType.INP: c.inp_elem_bytes, MemType.ACC: c.acc_elem_bytes,
+                MemType.OUT: c.out_elem_bytes,
+                MemType.ACC_8BIT: c.batch * c.block_out}[memory_type]
+
+    def _dram_elements(self, insn, elem_bytes: int) -> np.ndarray:
+        """Element indices (y_size, x_size) that a 2-D transfer touches; checks the range."""
+        rows = insn.dram_base + np.arange(insn.y_size, dtype=np.int64)[:, None] * insn.x_stride
+        idx = rows + np.arange(insn.x_size, dtype=np.int64)[None, :]
+        if idx.size:
+            last = int(idx.max())
+            if (last + 1) * elem_bytes > self.dram.size:
+                raise SimulationError(ErrorCode.DRAM_RANGE, None,
+                                      f"{insn.opcode.name} reaches DRAM byte "
+                                      f"{(last + 1) * elem_bytes - 1} past the end of DRAM "
+                                      f"({self.dram.size} bytes); dram_base = {insn.dram_base}",
+                                      field="dram_base", value=insn.dram_base)
+        return idx
+
+    def _load(self, insn: Load) -> None:
+        if insn.x_size == 0:
+            self.counters["nop_insns"] += 1
+            return
+        mt = MemType(insn.memory_type)
+        buf = {MemType.UOP: self.uop, MemType.WGT: self.wgt, MemType.INP: self.inp,
+               MemType.ACC: self.acc, MemType.ACC_8BIT: self.acc}[mt]
+        row_len = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+        rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        if insn.sram_base + row_len * rows > buf.shape[0]:
+            raise SimulationError(ErrorCode.SRAM_RANGE, None,
+                                  f"LOAD {mt.name} writes SRAM entries up to "
+                                  f"{insn.sram_base + row_len * rows - 1} but the buffer has "
+                                  f"{buf.shape[0]}; sram_base = {insn.sram_base}",
+                                  field="sram_base", value=insn.sram_base)
+        eb = self._elem_bytes(mt)
+        idx = self._dram_elements(insn, eb)
+        byte_idx = idx[..., None] * eb + np.arange(eb)
+        raw = self.dram[byte_idx]                                   # (y, x, eb) uint8
+        if mt == MemType.ACC_8BIT:
+            data = raw.view(np.int8).astype(np.int32).reshape(idx.shape + buf.shape[1:])
+        else:
+            data = raw.reshape(-1).view(buf.dtype).reshape(idx.shape + buf.shape[1:])
+        tile = np.zeros((rows, row_len) + buf.shape[1:], buf.dtype)
+        tile[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
+             insn.x_pad_0:insn.x_pad_0 + insn.x_size] = data
+        buf[insn.sram_base:insn.sram_base + rows * row_len] = tile.reshape((-1,) + buf.shape[1:])
+        key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
+               MemType.ACC_8BIT: "acc"}[mt]
+        # Like the original: an ACC_8BIT load counts whole accumulator elements.
+        counted = self.cfg.acc_elem_bytes if mt == MemType.ACC_8BIT else eb
+        self.counters[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * counted
+
+    def _store(self, insn: Store) -> None:
+        if insn.x_size == 0:
+            self.counters["nop_insns"] += 1
+            return
+        n = insn.x_size * insn.y_size
+        if insn.sram_base + n > self.cfg.acc_depth:
+            raise SimulationError(ErrorCode.SRAM_RANGE, None,
+                                  f"STORE reads accumulator entries up to "
+                                  f"{insn.sram_base + n - 1} but the buffer has "
+                                  f"{self.cfg.acc_depth}; sram_base = {insn.sram_base}",
+                                  field="sram_base", value=insn.sram_base)
+        eb = self.cfg.out_elem_bytes
+        idx = self._dram_elements(insn, eb)
+        narrowed = self.acc[insn.sram_base:insn.sram_base + n].astype(np.int8)
+        byte_idx = idx[..., None] * eb + np.arange(eb)
+        self.dram[byte_idx] = narrowed.view(np.uint8).reshape(idx.shape + (eb,))
+        self.counters["out_store_nbytes"] += n * eb
+
+    def _uop_indices(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """dst, src, wgt index of every micro-op execution, in execution order."""
+        if insn.uop_end > self.cfg.uop_depth:
+            raise SimulationError(ErrorCode.SRAM_RANGE, None,
+                                  f"uop_end = {insn.uop_end} is past the micro-op buffer "
+                                  f"({self.cfg.uop_depth} entries)", field="uop_end",
+                                  value=insn.uop_end)
+        words = self.uop[insn.uop_bgn:insn.uop_end].astype(np.int64)
+        o = np.arange(insn.iter_out, dtype=np.int64)[:, None, None]
+        i = np.arange(insn.iter_in, dtype=np.int64)[None, :, None]
+        factors = ((insn.dst_factor_out, insn.dst_factor_in),
+                   (insn.src_factor_out, insn.src_factor_in),
+                   (getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0)))
+        out = []
+        for (offset, mask), (f_out, f_in) in zip(self._uop_fields, factors):
+            base = (words >> offset) & mask
+            out.append((base[None, None, :] + o * f_out + i * f_in).reshape(-1))
+        return tuple(out)
+
+    @staticmethod
+    def _check_index(idx: np.ndarray, depth: int, what: str, opname: str) -> None:
+        if idx.size and int(idx.max()) >= depth:
+            bad = int(idx.max())
+            raise SimulationError(ErrorCode.SRAM_RANGE, None,
+                                  f"{opname} {what} index {bad} is past the buffer "
+                                  f"({depth} entries)", field=what, value=bad)
+
+    def _gemm(self, insn: Gemm) -> None:
+        dst, src, wgt = self._uop_indices(insn)
+        cfg = self.cfg
+        self._check_index(dst, cfg.acc_depth, "dst", "GEMM")
+        if insn.reset:
+            self.acc[dst] = 0
+            self.counters["gemm_reset_counter"] += dst.size
+            return
+        self._check_index(src, cfg.inp_depth, "src", "GEMM")
+        self._check_index(wgt, cfg.wgt_depth, "wgt", "GEMM")
+        # Accumulation is addition mod 2^32, so sequential semantics equal the sum of all
+        # contributions per destination, whatever the order.
+        chunk = max(1, (1 << 22) // (cfg.block_out * cfg.block_in))
+        for lo in range(0, dst.size, chunk):
+            d, s, w = dst[lo:lo + chunk], src[lo:lo + chunk], wgt[lo:lo + chunk]
+            prod = np.einsum("nbk,nok->nbo", self.inp[s].astype(np.int32),
+                             self.wgt[w].astype(np.int32))
+            if np.unique(d).size == d.size:
+                self.acc[d] += prod
+            else:
+                np.add.at(self.acc, d, prod)
+        self.counters["gemm_counter"] += dst.size
+
+    def _alu(self, insn: Alu) -> None:
+        dst, src, _ = self._uop_indices(insn)
+        self._check_index(dst, self.cfg.acc_depth, "dst", "ALU")
+        if not insn.use_imm:
+            self._check_index(src, self.cfg.acc_depth, "src", "ALU")
+        for lo, hi in _hazard_free_segments(dst, None if insn.use_imm else src):
+            d = dst[lo:hi]
+            a = self.acc[d].astype(np.int64)
+            b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
+            self.acc[d] = alu_op(insn.alu_opcode, a, b)
+        self.counters["alu_counter"] += dst.size
+
+
+def alu_op(opcode: int, a: np.ndarray, b) -> np.ndarray:
+    """SPEC §4.4 on int64 operands holding int32 values; returns int32 (wrapping)."""
+    if opcode == AluOp.MIN:
+        r = np.minimum(a, b)
+    elif opcode == AluOp.MAX:
+        r = np.maximum(a, b)
+    elif opcode == AluOp.ADD:
+        r = a + b
+    elif opcode == AluOp.MUL:
+        r = a * b
+    else:  # SHR: right for b >= 0 (sign fill from 32 on), left for b < 0 (zero from 32 on)
+        b = np.broadcast_to(b, a.shape)
+        right = a >> np.minimum(b, 31).clip(0)
+        left = np.where(-b >= 32, 0, a << np.clip(-b, 0, 31))
+        r = np.where(b >= 0, right, left)
+    return r.astype(np.int32)
+
+
+def _hazard_free_segments(dst: np.ndarray, src: np.ndarray | None):
+    """Split micro-op executions into runs that may be evaluated all at once.
+
+    A run is hazard free when no destination repeats (WAW) and no source reads a destination
+    written earlier in the run (RAW). Reads of entries written *later* are fine: vectorised
+    evaluation reads the old value, as sequential execution does.
+    """
+    n = dst.size
+    order = np.arange(n)
+    first_write = np.full(int(dst.max()) + 1 if n else 1, n, np.int64)
+    np.minimum.at(first_write, dst, order)
+    clean = np.unique(dst).size == n
+    if clean and src is not None:
+        in_range = src < first_write.size
+        clean = not np.any(first_write[src[in_range]] < order[in_range])
+    if clean:
+        yield 0, n
+        return
+    lo, written = 0, set()
+    for j in range(n):
+        d = int(dst[j])
+        if d in written or (src is not None and int(src[j]) in written):
+            yield lo, j
+            lo, written = j, set()
+        written.add(d)
+    yield lo, n
+
+
+def run_image(image: ProgramImage, *, schedule: str = "in-order", seed: int = 0) -> FunctionalResult:
+    """Run an image; returns the DRAM after FINISH and the counters."""
+    dram = image.dram.copy()
+    sim = FunctionalSimulator(image.config, dram)
+    sim.run(image.insn_addr, image.insn_count, schedule=schedule, seed=seed)
+    return FunctionalResult(dram, dict(sim.counters))
+
+
+def find_race(image: ProgramImage, *, schedules: int = 8, seed: int = 0) -> None:
+    """Re-run ``image`` under other legal schedules; raise :class:`RaceError` if DRAM differs."""
+    reference = run_image(image).dram
+    trials = [(s, 0) for s in SCHEDULES if s not in ("in-order", "random")]
+    trials += [("random", seed + k) for k in range(max(0, schedules - len(trials)))]
+    for schedule, s in trials:
+        other = run_image(image, schedule=schedule, seed=s).dram
+        if not np.array_equal(reference, other):
+            diff = np.flatnonzero(reference != other)
+            raise RaceError(f"the program is racy: schedule {schedule!r} (seed {s}) leaves "
+                            f"different DRAM than in-order execution at {diff.size} bytes, "
+                            f"first at byte {int(diff[0])}")
