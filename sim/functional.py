@@ -226,7 +226,8 @@ class FunctionalSimulator:
         if fetched == insn_count and not any(queues.values()):
             raise SimulationError(ErrorCode.MISSING_FINISH, insn_count - 1,
                                   f"the stream of {insn_count} instructions ended without a "
-                                  f"FINISH", field="opcode", value=None)
+                                  f"FINISH (no instruction has opcode 3)", field="opcode",
+                                  value=None)
         waits = []
         for module in MODULES:
             if not queues[module]:

@@ -1,0 +1,1 @@
+"""The ``vta`` command: one entry point for every layer of the stack."""
