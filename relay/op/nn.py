@@ -1,0 +1,423 @@
+"""Neural-network operators: convolution, dense, bias, batch norm, pooling, softmax, pad, dropout."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..ty import ANY, TensorType, TupleType, check_dtype
+from ._common import accum_dtype, as_tensor, dim_str, known, norm_axis, pair, padding4
+from .registry import REQUIRED, OpPattern, RelationError, register_op, relation
+
+_PACKED_DATA = re.compile(r"^NCHW(\d+)n(\d+)c$")
+_PACKED_KERNEL = re.compile(r"^OIHW(\d+)o(\d+)i$")
+
+
+def _div(a, b):
+    return a // b if known(a) else ANY
+
+
+def _out_dim(size, pad, dil, k, stride, ceil=False):
+    if not (known(size) and known(k)):
+        return ANY
+    eff = dil * (k - 1) + 1
+    span = size + pad - eff
+    if span < 0:
+        raise RelationError(f"window of extent {eff} does not fit an input of size {size} with padding {pad}")
+    return (span + (stride - 1 if ceil else 0)) // stride + 1
+
+
+def _shape_str(s):
+    return "(" + ", ".join(map(dim_str, s)) + ")"
+
+
+def _unpack_data_shape(t, layout):
+    """Logical (N, C, H, W) of a data tensor and the packing factors (bn, bc)."""
+    if layout == "NCHW":
+        if t.ndim != 4:
+            raise RelationError(f"data must be 4-D in layout NCHW, got {_shape_str(t.shape)}")
+        return t.shape, (1, 1)
+    m = _PACKED_DATA.match(layout)
+    if not m:
+        raise RelationError(f"unsupported data layout {layout!r} (use NCHW or NCHW{{n}}n{{c}}c)")
+    bn, bc = int(m.group(1)), int(m.group(2))
+    if t.ndim != 6:
+        raise RelationError(f"data must be 6-D in layout {layout}, got {_shape_str(t.shape)}")
+    if known(t.shape[4]) and t.shape[4] != bn or known(t.shape[5]) and t.shape[5] != bc:
+        raise RelationError(f"data inner dimensions {_shape_str(t.shape[4:])} do not match layout {layout}")
+    n, c, h, w = t.shape[:4]
+    return (n * bn if known(n) else ANY, c * bc if known(c) else ANY, h, w), (bn, bc)
+
+
+# ---------------------------------------------------------------- conv2d
+
+
+@relation("Conv2D")
+def conv2d_rel(args, attrs):
+    """Output H and W from padding, stride, dilation and kernel; channels checked against groups."""
+    data, weight = as_tensor(args[0], "data"), as_tensor(args[1], "weight")
+    (n, c, h, w), (bn, bc) = _unpack_data_shape(data, attrs["data_layout"])
+    klayout = attrs["kernel_layout"]
+    if klayout == "OIHW":
+        if weight.ndim != 4:
+            raise RelationError(f"weight must be 4-D in layout OIHW, got {_shape_str(weight.shape)}")
+        o, i, kh, kw = weight.shape
+        bo, bi = 1, 1
+    else:
+        m = _PACKED_KERNEL.match(klayout)
+        if not m:
+            raise RelationError(f"unsupported kernel layout {klayout!r} (use OIHW or OIHW{{o}}o{{i}}i)")
+        bo, bi = int(m.group(1)), int(m.group(2))
+        if weight.ndim != 6 or weight.shape[4] != bo or weight.shape[5] != bi:
+            raise RelationError(f"weight shape {_shape_str(weight.shape)} does not match layout {klayout}")
+        oo, ii, kh, kw = weight.shape[:4]
+        o, i = oo * bo if known(oo) else ANY, ii * bi if known(ii) else ANY
+    groups = attrs["groups"]
+    if known(c) and known(i) and c != i * groups:
+        raise RelationError(f"data has {c} input channels but weight expects {i} x groups {groups} = {i * groups}")
+    if known(o) and o % groups:
+        raise RelationError(f"{o} output channels are not divisible by groups {groups}")
+    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
+        raise RelationError(f"attribute channels={attrs['channels']} but weight has {o} output channels")
+    if attrs["kernel_size"] is not None:
+        ks = pair(attrs["kernel_size"], "kernel_size")
+        if known(kh) and known(kw) and ks != (kh, kw):
+            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+    if bc != bi and attrs["data_layout"] != "NCHW":
+        raise RelationError(f"data channel block {bc} does not match kernel input block {bi}")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+    oh = _out_dim(h, pt + pb, dh, kh, sh)
+    ow = _out_dim(w, pl + pr, dw, kw, sw)
+    dtype = attrs["out_dtype"] or data.dtype
+    if data.dtype != weight.dtype and not attrs["out_dtype"]:
+        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    check_dtype(dtype)
+    if attrs["data_layout"] == "NCHW":
+        return TensorType((n, o, oh, ow), dtype)
+    if known(o) and o % bo:
+        raise RelationError(f"{o} output channels are not divisible by the block {bo}")
+    return TensorType((_div(n, bn), _div(o, bo), oh, ow, bn, bo), dtype)
+
+
+def conv2d_nchw(x, w, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, out_dtype=None):
+    """Reference NCHW/OIHW convolution with numpy (accumulates integers in int64)."""
+    out_dtype = out_dtype or x.dtype
+    acc = accum_dtype(out_dtype)
+    x, w = x.astype(acc), w.astype(acc)
+    pt, pl, pb, pr = padding
+    x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    o, ig, kh, kw = w.shape
+    dh, dw = dilation
+    sh, sw = strides
+    win = sliding_window_view(x, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    win = win[:, :, ::sh, ::sw, ::dh, ::dw]
+    og = o // groups
+    outs = []
+    for g in range(groups):
+        xg = win[:, g * ig:(g + 1) * ig]
+        wg = w[g * og:(g + 1) * og]
+        outs.append(np.tensordot(xg, wg, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2))
+    return np.concatenate(outs, axis=1).astype(out_dtype)
+
+
+def _unpack(x, bn, bc):
+    n, c, h, w = x.shape[:4]
+    return x.transpose(0, 4, 1, 5, 2, 3).reshape(n * bn, c * bc, h, w)
+
+
+def _pack(x, bn, bc):
+    n, c, h, w = x.shape
+    return x.reshape(n // bn, bn, c // bc, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
+
+
+@register_op("nn.conv2d", num_inputs=2, relation="Conv2D", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={
+    "strides": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
+    "kernel_size": None, "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "",
+    "out_dtype": ""})
+def _conv2d(args, attrs):
+    """2-D convolution in NCHW/OIHW or the packed NCHW{n}n{c}c / OIHW{o}o{i}i layouts."""
+    x, w = args
+    packed = attrs["data_layout"] != "NCHW"
+    if packed:
+        bn, bc = int(x.shape[4]), int(x.shape[5])
+        x = _unpack(x, bn, bc)
+    if attrs["kernel_layout"] != "OIHW":
+        oo, ii, kh, kw, bo, bi = w.shape
+        w = w.transpose(0, 4, 1, 5, 2, 3).reshape(oo * bo, ii * bi, kh, kw)
+    y = conv2d_nchw(x, w, pair(attrs["strides"], "strides"), padding4(attrs["padding"]),
+                    pair(attrs["dilation"], "dilation"), attrs["groups"], attrs["out_dtype"] or args[0].dtype)
+    if packed:
+        y = _pack(y, bn, args[1].shape[4] if attrs["kernel_layout"] != "OIHW" else bc)
+    return np.ascontiguousarray(y)
+
+
+# ---------------------------------------------------------------- dense, bias_add, batch_norm
+
+
+@relation("Dense")
+def dense_rel(args, attrs):
+    """(..., K) x (units, K) -> (..., units)."""
+    data, weight = as_tensor(args[0], "data"), as_tensor(args[1], "weight")
+    if data.ndim < 1 or weight.ndim != 2:
+        raise RelationError(f"dense needs data of rank >= 1 and a 2-D weight, got {_shape_str(data.shape)} "
+                            f"and {_shape_str(weight.shape)}")
+    k, wk = data.shape[-1], weight.shape[1]
+    if known(k) and known(wk) and k != wk:
+        raise RelationError(f"data has {k} input features but weight {_shape_str(weight.shape)} expects {wk}")
+    units = weight.shape[0]
+    if attrs["units"] is not None and known(units) and attrs["units"] != units:
+        raise RelationError(f"attribute units={attrs['units']} but weight has {units} rows")
+    if data.dtype != weight.dtype and not attrs["out_dtype"]:
+        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    return TensorType(data.shape[:-1] + (units,), attrs["out_dtype"] or data.dtype)
+
+
+@register_op("nn.dense", num_inputs=2, relation="Dense", pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+             attrs={"units": None, "out_dtype": ""})
+def _dense(args, attrs):
+    """Fully connected layer: data @ weight.T."""
+    out_dtype = attrs["out_dtype"] or args[0].dtype
+    acc = accum_dtype(out_dtype)
+    return np.matmul(args[0].astype(acc), args[1].astype(acc).T).astype(out_dtype)
+
+
+@relation("BiasAdd")
+def bias_add_rel(args, attrs):
+    """bias is 1-D with the size of data's ``axis``; the output has data's type."""
+    data, bias = as_tensor(args[0], "data"), as_tensor(args[1], "bias")
+    axis = norm_axis(attrs["axis"], data.ndim)
+    if bias.ndim != 1 or (known(bias.shape[0]) and known(data.shape[axis]) and bias.shape[0] != data.shape[axis]):
+        raise RelationError(f"bias must have shape ({dim_str(data.shape[axis])},) to match axis {axis} "
+                            f"of data {_shape_str(data.shape)}, got {_shape_str(bias.shape)}")
+    if bias.dtype != data.dtype:
+        raise RelationError(f"bias is {bias.dtype} but data is {data.dtype}")
+    return data
+
+
+def _channel_shape(ndim, axis):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return shape
+
+
+@register_op("nn.bias_add", num_inputs=2, relation="BiasAdd", pattern=OpPattern.BROADCAST, attrs={"axis": 1})
+def _bias_add(args, attrs):
+    """Add a 1-D bias along ``axis``."""
+    x, b = args
+    axis = attrs["axis"] % x.ndim
+    return (x + b.reshape(_channel_shape(x.ndim, axis))).astype(x.dtype)
+
+
+@relation("BatchNorm")
+def batch_norm_rel(args, attrs):
+    """gamma, beta, moving mean and variance are 1-D over ``axis``; output (data, mean, var)."""
+    data = as_tensor(args[0], "data")
+    axis = norm_axis(attrs["axis"], data.ndim)
+    c = data.shape[axis]
+    for t, name in zip(args[1:], ("gamma", "beta", "moving_mean", "moving_var")):
+        t = as_tensor(t, name)
+        if t.ndim != 1 or (known(t.shape[0]) and known(c) and t.shape[0] != c):
+            raise RelationError(f"{name} must have shape ({dim_str(c)},), got {_shape_str(t.shape)}")
+    vec = TensorType((c,), data.dtype)
+    return TupleType((data, vec, vec))
+
+
+@register_op("nn.batch_norm", num_inputs=5, relation="BatchNorm", pattern=OpPattern.OPAQUE,
+             attrs={"axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+def _batch_norm(args, attrs):
+    """Inference-mode batch normalisation; returns (out, moving_mean, moving_var)."""
+    x, gamma, beta, mean, var = args
+    shape = _channel_shape(x.ndim, attrs["axis"] % x.ndim)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + attrs["epsilon"])
+    if attrs["scale"]:
+        y = y * gamma.reshape(shape)
+    if attrs["center"]:
+        y = y + beta.reshape(shape)
+    return (y.astype(x.dtype), mean, var)
+
+
+@relation("Dropout")
+def dropout_rel(args, attrs):
+    """Output (data, mask), both of data's type."""
+    t = as_tensor(args[0], "data")
+    return TupleType((t, t))
+
+
+@register_op("nn.dropout", num_inputs=1, relation="Dropout", pattern=OpPattern.OPAQUE, attrs={"rate": 0.5})
+def _dropout(args, attrs):
+    """Dropout at inference: the identity (and a mask of ones)."""
+    return (args[0].copy(), np.ones_like(args[0]))
+
+
+# ---------------------------------------------------------------- pooling
+
+
+def _pool_hw(layout):
+    if layout == "NCHW":
+        return 4
+    if _PACKED_DATA.match(layout):
+        return 6
+    raise RelationError(f"unsupported pooling layout {layout!r} (use NCHW or NCHW{{n}}n{{c}}c)")
+
+
+@relation("Pool2D")
+def pool2d_rel(args, attrs):
+    """Output H and W from pool size, strides, padding, dilation and ceil_mode."""
+    data = as_tensor(args[0], "data")
+    rank = _pool_hw(attrs["layout"])
+    if data.ndim != rank:
+        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    kh, kw = pair(attrs["pool_size"], "pool_size")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+    h, w = data.shape[2], data.shape[3]
+    ceil = bool(attrs["ceil_mode"])
+    shape = list(data.shape)
+    shape[2] = _out_dim(h, pt + pb, dh, kh, sh, ceil)
+    shape[3] = _out_dim(w, pl + pr, dw, kw, sw, ceil)
+    return TensorType(tuple(shape), data.dtype)
+
+
+@relation("GlobalPool2D")
+def global_pool2d_rel(args, attrs):
+    """H and W become 1."""
+    data = as_tensor(args[0], "data")
+    rank = _pool_hw(attrs["layout"])
+    if data.ndim != rank:
+        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    shape = list(data.shape)
+    shape[2] = shape[3] = 1
+    return TensorType(tuple(shape), data.dtype)
+
+
+def _pool(x, attrs, kind):
+    kh, kw = pair(attrs["pool_size"], "pool_size")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+    h, w = x.shape[2], x.shape[3]
+    oh = _out_dim(h, pt + pb, dh, kh, sh, bool(attrs["ceil_mode"]))
+    ow = _out_dim(w, pl + pr, dw, kw, sw, bool(attrs["ceil_mode"]))
+    # Extra bottom/right padding so ceil_mode windows exist; they are excluded like padding.
+    eb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
+    er = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + pl + pr))
+    pads = [(0, 0)] * x.ndim
+    pads[2], pads[3] = (pt, pb + eb), (pl, pr + er)
+    xf = x.astype(np.float64) if kind == "avg" else x
+    fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    xp = np.pad(xf, pads, constant_values=fill if kind == "max" else 0)
+    win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    win = win[:, :, :oh * sh:sh, :ow * sw:sw, ..., ::dh, ::dw][:, :, :oh, :ow]
+    if kind == "max":
+        return win.max(axis=(-2, -1)).astype(x.dtype)
+    total = win.sum(axis=(-2, -1))
+    if attrs["count_include_pad"]:
+        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
+        ones[:h + pt + pb, :w + pl + pr] = 1
+    else:
+        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
+        ones[pt:pt + h, pl:pl + w] = 1
+    cw = sliding_window_view(ones, (dh * (kh - 1) + 1, dw * (kw - 1) + 1))[::sh, ::sw, ::dh, ::dw][:oh, :ow]
+    count = cw.sum(axis=(-2, -1))
+    count = count.reshape((1, 1, oh, ow) + (1,) * (x.ndim - 4))
+    return (total / count).astype(x.dtype)
+
+
+_POOL_ATTRS = {"pool_size": REQUIRED, "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0),
+               "layout": "NCHW", "out_layout": "", "ceil_mode": False}
+
+
+@register_op("nn.max_pool2d", num_inputs=1, relation="Pool2D", pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+             attrs=_POOL_ATTRS)
+def _max_pool2d(args, attrs):
+    """2-D max pooling (padding never wins)."""
+    return _pool(args[0], attrs, "max")
+
+
+@register_op("nn.avg_pool2d", num_inputs=1, relation="Pool2D", pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+             attrs=dict(_POOL_ATTRS, count_include_pad=False))
+def _avg_pool2d(args, attrs):
+    """2-D average pooling."""
+    return _pool(args[0], attrs, "avg")
+
+
+@register_op("nn.global_avg_pool2d", num_inputs=1, relation="GlobalPool2D",
+             pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"layout": "NCHW", "out_layout": ""})
+def _global_avg_pool2d(args, attrs):
+    """Mean over H and W, kept as size-1 axes."""
+    x = args[0]
+    return x.astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(x.dtype)
+
+
+@register_op("nn.global_max_pool2d", num_inputs=1, relation="GlobalPool2D",
+             pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"layout": "NCHW", "out_layout": ""})
+def _global_max_pool2d(args, attrs):
+    """Max over H and W, kept as size-1 axes."""
+    return args[0].max(axis=(2, 3), keepdims=True)
+
+
+# ---------------------------------------------------------------- softmax
+
+
+@relation("Softmax")
+def softmax_rel(args, attrs):
+    """Identity, with ``axis`` checked against the rank."""
+    t = as_tensor(args[0], "data")
+    norm_axis(attrs["axis"], t.ndim)
+    return t
+
+
+@register_op("nn.softmax", num_inputs=1, relation="Softmax", pattern=OpPattern.OPAQUE, attrs={"axis": -1})
+def _softmax(args, attrs):
+    """exp(x) / sum(exp(x)) along ``axis``."""
+    x = args[0]
+    e = np.exp(x - x.max(axis=attrs["axis"], keepdims=True))
+    return (e / e.sum(axis=attrs["axis"], keepdims=True)).astype(x.dtype)
+
+
+@register_op("nn.log_softmax", num_inputs=1, relation="Softmax", pattern=OpPattern.OPAQUE, attrs={"axis": -1})
+def _log_softmax(args, attrs):
+    """x - log(sum(exp(x))) along ``axis``."""
+    x = args[0]
+    m = x.max(axis=attrs["axis"], keepdims=True)
+    return (x - m - np.log(np.exp(x - m).sum(axis=attrs["axis"], keepdims=True))).astype(x.dtype)
+
+
+# ---------------------------------------------------------------- pad
+
+
+@relation("Pad")
+def pad_rel(args, attrs):
+    """Each axis grows by its (before, after) pad widths; an optional 2nd argument is a scalar pad value."""
+    data = as_tensor(args[0], "data")
+    pw = attrs["pad_width"]
+    if len(pw) != data.ndim or any(len(p) != 2 for p in pw):
+        raise RelationError(f"pad_width must have one (before, after) pair per axis ({data.ndim}), got {list(pw)}")
+    if len(args) == 2:
+        v = as_tensor(args[1], "pad_value")
+        if v.ndim != 0:
+            raise RelationError(f"pad_value must be a scalar, got shape {_shape_str(v.shape)}")
+    if attrs["pad_mode"] not in ("constant", "edge", "reflect"):
+        raise RelationError(f"pad_mode must be constant, edge or reflect, not {attrs['pad_mode']!r}")
+    shape = tuple(d + a + b if known(d) else ANY for d, (a, b) in zip(data.shape, pw))
+    return TensorType(shape, data.dtype)
+
+
+@register_op("nn.pad", num_inputs=2, min_inputs=1, relation="Pad", pattern=OpPattern.INJECTIVE,
+             attrs={"pad_width": REQUIRED, "pad_value": 0.0, "pad_mode": "constant"})
+def _pad(args, attrs):
+    """Pad every axis by (before, after); negative widths crop."""
+    x = args[0]
+    value = args[1].item() if len(args) == 2 else attrs["pad_value"]
+    pw = [tuple(p) for p in attrs["pad_width"]]
+    crop = tuple(slice(-min(a, 0), x.shape[i] + min(b, 0)) for i, (a, b) in enumerate(pw))
+    x = x[crop]
+    pw = [(max(a, 0), max(b, 0)) for a, b in pw]
+    if attrs["pad_mode"] == "constant":
+        return np.pad(x, pw, constant_values=np.asarray(value).astype(x.dtype))
+    return np.pad(x, pw, mode=attrs["pad_mode"])

@@ -1,0 +1,291 @@
+"""Print modules, expressions and types in the Relay text format (``#[version = "0.0.5"]``).
+
+Operator calls and other compound expressions are printed in graph form: every one is bound to
+a numbered temporary (``%0 = nn.relu(%x);``) in the innermost scope that needs it, and the
+scope's result is printed inline.  Tensor constants that are not scalars go to a metadata
+section and are referenced as ``meta[relay.Constant][i]``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+
+from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
+                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
+                 RefWrite, Tuple, TupleGetItem, TypeData, Var)
+from .ty import (Any, DimVar, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType,
+                 TypeCall, TypeVar)
+
+__all__ = ["module_to_text", "expr_to_text", "type_to_text", "scalar_text", "attr_text", "VERSION"]
+
+VERSION = "0.0.5"
+
+_SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "int64": "i64", "int8": "i8",
+           "int16": "i16", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+
+
+def scalar_text(a):
+    """A rank-0 constant as a literal: ``1f``, ``-0.5f``, ``3``, ``7i8``, ``True``."""
+    a = np.asarray(a)
+    dt = str(a.dtype)
+    if dt == "bool":
+        return "True" if bool(a) else "False"
+    if dt.startswith("float"):
+        s = str(a.astype(dt)[()])
+        if s.endswith(".0"):
+            s = s[:-2]
+        return s + _SUFFIX[dt]
+    return str(int(a)) + _SUFFIX[dt]
+
+
+def _scalar_printable(a):
+    if a.ndim != 0 or str(a.dtype) not in _SUFFIX and str(a.dtype) != "bool":
+        return False
+    return not (a.dtype.kind == "f" and not np.isfinite(a))
+
+
+def _dim(d):
+    return str(d) if isinstance(d, int) else "?"
+
+
+def type_to_text(t, names=None):
+    """A type in text syntax: ``Tensor[(1, 3), float32]``, ``(float32, int32)``, ``fn (A) -> A``."""
+    names = names or {}
+    if isinstance(t, TensorType):
+        if not t.shape:
+            return t.dtype
+        return f"Tensor[({', '.join(_dim(d) for d in t.shape)}), {t.dtype}]"
+    if isinstance(t, TupleType):
+        inner = ", ".join(type_to_text(f, names) for f in t.fields)
+        return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
+    if isinstance(t, FuncType):
+        tp = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
+        args = ", ".join(type_to_text(a, names) for a in t.arg_types)
+        return f"fn {tp}({args}) -> {type_to_text(t.ret_type, names)}"
+    if isinstance(t, RefType):
+        return f"ref({type_to_text(t.value, names)})"
+    if isinstance(t, TypeVar):
+        return t.name
+    if isinstance(t, TypeCall):
+        if not t.args:
+            return t.func.name
+        return f"{t.func.name}[{', '.join(type_to_text(a, names) for a in t.args)}]"
+    if isinstance(t, GlobalTypeVar):
+        return t.name
+    if isinstance(t, IncompleteType):
+        return "_"
+    raise TypeError(f"not a type: {t!r}")
+
+
+def attr_text(v):
+    if v is None:
+        return "None"
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        s = repr(v)
+        return (s[:-2] if s.endswith(".0") else s) + "f"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(attr_text(x) for x in v) + "]"
+    raise TypeError(f"cannot print attribute value {v!r}")
+
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _indent(text):
+    return "\n".join(("  " + line) if line else line for line in text.split("\n"))
+
+
+class _Printer:
+    def __init__(self, show_meta_data=True, meta=None):
+        self.show_meta_data = show_meta_data
+        self.meta = meta if meta is not None else []
+        self.meta_ids = {}
+        self.reset_names()
+
+    def reset_names(self):
+        self.var_names = {}
+        self.taken = set()
+        self.temp = 0
+        self.scopes = []
+
+    # -- names
+    def var(self, v):
+        if v not in self.var_names:
+            base = v.name_hint if _NAME_RE.match(v.name_hint or "") else "v" + re.sub(r"\W", "_", v.name_hint or "")
+            name, i = base, 1
+            while name in self.taken:
+                name = f"{base}_{i}"
+                i += 1
+            self.taken.add(name)
+            self.var_names[v] = name
+        return "%" + self.var_names[v]
+
+    def var_decl(self, v):
+        s = self.var(v)
+        if v.type_annotation is not None:
+            s += ": " + type_to_text(v.type_annotation)
+        return s
+
+    # -- scopes
+    def is_atom(self, e):
+        return (isinstance(e, (Var, GlobalVar, Op, Constructor, Constant))
+                or (isinstance(e, Call) and isinstance(e.op, Constructor) and not e.args))
+
+    def atom(self, e):
+        """A name (or literal) for ``e``, binding it to a temporary if it is compound."""
+        if self.is_atom(e):
+            return self.inline(e)
+        for lines, memo in reversed(self.scopes):
+            if id(e) in memo:
+                return memo[id(e)][1]
+        text = self.inline(e)
+        name = f"%{self.temp}"
+        self.temp += 1
+        lines, memo = self.scopes[-1]
+        lines.append(f"{name} = {text};")
+        memo[id(e)] = (e, name)
+        return name
+
+    def value(self, e):
+        for lines, memo in reversed(self.scopes):
+            if id(e) in memo:
+                return memo[id(e)][1]
+        return self.inline(e)
+
+    def block(self, e):
+        """``e`` as the lines of a new scope (graph bindings, lets, then the result)."""
+        self.scopes.append(([], {}))
+        lines = self.scopes[-1][0]
+        while isinstance(e, Let) and not any(id(e) in m for _, m in self.scopes):
+            value = self.value(e.value)
+            lines.append(f"let {self.var_decl(e.var)} = {value};")
+            e = e.body
+        result = self.value(e)
+        self.scopes.pop()
+        return "\n".join(lines + [result])
+
+    def braces(self, e):
+        return "{\n" + _indent(self.block(e)) + "\n}"
+
+    # -- expressions
+    def inline(self, e):
+        if isinstance(e, Var):
+            return self.var(e)
+        if isinstance(e, GlobalVar):
+            return "@" + e.name_hint
+        if isinstance(e, Op):
+            return e.name
+        if isinstance(e, Constructor):
+            return e.name
+        if isinstance(e, Constant):
+            if _scalar_printable(e.data):
+                return scalar_text(e.data)
+            if id(e) not in self.meta_ids:
+                self.meta_ids[id(e)] = (e, len(self.meta))
+                self.meta.append(e.data)
+            return f"meta[relay.Constant][{self.meta_ids[id(e)][1]}]"
+        if isinstance(e, Call):
+            if isinstance(e.op, Constructor) and not e.args:
+                return e.op.name
+            args = [self.atom(a) for a in e.args]
+            args += [f"{k}={attr_text(v)}" for k, v in e.attrs.items()]
+            return f"{self.atom(e.op)}({', '.join(args)})"
+        if isinstance(e, Tuple):
+            fields = [self.atom(f) for f in e.fields]
+            return f"({fields[0]},)" if len(fields) == 1 else f"({', '.join(fields)})"
+        if isinstance(e, TupleGetItem):
+            return f"{self.atom(e.tuple_value)}.{e.index}"
+        if isinstance(e, Function):
+            return self.function(e, "fn ")
+        if isinstance(e, Let):
+            return self.braces(e)
+        if isinstance(e, If):
+            c = self.atom(e.cond)
+            return f"if ({c}) {self.braces(e.true_branch)} else {self.braces(e.false_branch)}"
+        if isinstance(e, Match):
+            d = self.atom(e.data)
+            clauses = []
+            for c in e.clauses:
+                clauses.append(f"{self.pattern(c.lhs)} => {self.braces(c.rhs)},")
+            kw = "match" if e.complete else "match?"
+            return f"{kw} ({d}) {{\n" + _indent("\n".join(clauses)) + "\n}"
+        if isinstance(e, RefCreate):
+            return f"ref({self.atom(e.value)})"
+        if isinstance(e, RefRead):
+            return f"ref_read({self.atom(e.ref)})"
+        if isinstance(e, RefWrite):
+            return f"ref_write({self.atom(e.ref)}, {self.atom(e.value)})"
+        raise TypeError(f"cannot print {type(e).__name__}")
+
+    def pattern(self, p):
+        if isinstance(p, PatternWildcard):
+            return "_"
+        if isinstance(p, PatternVar):
+            return self.var_decl(p.var)
+        if isinstance(p, PatternConstructor):
+            if not p.patterns:
+                return p.constructor.name
+            return f"{p.constructor.name}({', '.join(self.pattern(q) for q in p.patterns)})"
+        if isinstance(p, PatternTuple):
+            ps = [self.pattern(q) for q in p.patterns]
+            return f"({ps[0]},)" if len(ps) == 1 else f"({', '.join(ps)})"
+        raise TypeError(f"not a pattern: {p!r}")
+
+    def function(self, f, head):
+        tp = f"[{', '.join(p.name for p in f.type_params)}]" if f.type_params else ""
+        params = [self.var_decl(p) for p in f.params]
+        params += [f"{k}={attr_text(v)}" for k, v in f.attrs.items()]
+        ret = f" -> {type_to_text(f.ret_type)}" if f.ret_type is not None else ""
+        sep = "" if head.startswith("def") or tp else ""
+        return f"{head}{tp}({', '.join(params)}){ret} {self.braces(f.body)}"
+
+    # -- module
+    def typedef(self, td: TypeData):
+        tv = f"[{', '.join(v.name for v in td.type_vars)}]" if td.type_vars else ""
+        lines = [f"type {td.header.name}{tv} {{"]
+        for c in td.constructors:
+            if c.inputs:
+                lines.append(f"  {c.name}({', '.join(type_to_text(t) for t in c.inputs)}),")
+            else:
+                lines.append(f"  {c.name},")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def metadata(self):
+        if not self.meta or not self.show_meta_data:
+            return ""
+        items = [{"dtype": str(a.dtype), "shape": list(a.shape),
+                  "data": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()} for a in self.meta]
+        return "#[metadata]\n" + json.dumps({"relay.Constant": items}, indent=1) + "\n"
+
+
+def module_to_text(mod: IRModule, show_meta_data=True, only=None):
+    """The whole module as text (``only``: restrict to these global and type names)."""
+    p = _Printer(show_meta_data)
+    parts = [f'#[version = "{VERSION}"]']
+    for name, td in mod.type_definitions.items():
+        if only is None or name in only:
+            parts.append(p.typedef(td))
+    for name, fn in mod.functions.items():
+        if only is None or name in only:
+            p.reset_names()
+            parts.append(p.function(fn, f"def @{name}"))
+    text = "\n".join(parts) + "\n"
+    meta = p.metadata()
+    return text + meta
+
+
+def expr_to_text(e, show_meta_data=False):
+    """An expression as text (free variables keep their names; metadata omitted by default)."""
+    p = _Printer(show_meta_data)
+    text = p.block(e)
+    return text + ("\n" + p.metadata() if show_meta_data and p.meta else "")
