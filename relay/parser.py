@@ -516,9 +516,10 @@ class _Parser:
         return Constant(np.asarray(value, dtype=dtype), span=self.span(t))
 
     def parse_postfix(self):
+        start = self.tok
         e = self.parse_primary()
         while True:
-            t = self.tok
+            t = start
             if self.at("("):
                 args, attrs = self.parse_call_args()
                 e = Call(e, tuple(args), Attrs(attrs), span=self.span(t))

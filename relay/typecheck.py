@@ -52,7 +52,9 @@ def short_text(e, depth=0):
             return scalar_text(e.data)
         return f"meta[relay.Constant]<{e.data.dtype}{list(e.data.shape)}>"
     if depth > 0:
-        return {Call: "(call)", Tuple: "(tuple)", Function: "fn", Let: "let", If: "if", Match: "match"}.get(
+        if isinstance(e, Call):
+            return f"{short_text(e.op, 1)}(...)"
+        return { Tuple: "(tuple)", Function: "fn", Let: "let", If: "if", Match: "match"}.get(
             type(e), type(e).__name__)
     if isinstance(e, Call):
         args = [short_text(a, 1) for a in e.args]
@@ -564,9 +566,11 @@ def check_module(mod: IRModule) -> TypeInfo:
 
 
 def infer_expr(expr, mod: IRModule | None = None) -> Type:
-    """The type of a closed expression (checked as the body of a fresh global)."""
+    """The type of ``expr`` (checked as the body of a fresh global whose parameters are its free
+    variables)."""
+    from .analysis import free_vars
     mod = mod or IRModule()
-    fn = expr if isinstance(expr, Function) else Function((), expr)
+    fn = expr if isinstance(expr, Function) else Function(tuple(free_vars(expr)), expr)
     info = check_module(mod.with_function("__expr__", fn))
     t = info.global_types["__expr__"]
     return t if isinstance(expr, Function) else t.ret_type
