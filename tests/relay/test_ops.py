@@ -431,7 +431,7 @@ def test_layout_transform_round_trip():
 
 
 def test_every_operator_is_tested():
-    assert set(list_ops()) - COVERED == set()
+    assert {n for n in list_ops() if not n.startswith("test.")} - COVERED == set()
 
 
 def test_registry_extension():
