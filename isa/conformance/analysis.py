@@ -1,0 +1,46 @@
+"""Static checks on program images that need no simulator."""
+
+from __future__ import annotations
+
+from ..encoding import Opcode, decode_program, module_of
+
+__all__ = ["token_balance", "instruction_mix"]
+
+_QUEUES = {("load", "push_next"): "l2g", ("compute", "pop_prev"): "l2g",
+           ("compute", "push_prev"): "g2l", ("load", "pop_next"): "g2l",
+           ("compute", "push_next"): "g2s", ("store", "pop_prev"): "g2s",
+           ("store", "push_prev"): "s2g", ("compute", "pop_next"): "s2g"}
+
+
+def token_balance(image) -> dict[str, int]:
+    """Pushes minus pops per token queue over the whole stream (all zero when balanced)."""
+    balance = dict.fromkeys(("l2g", "g2l", "g2s", "s2g"), 0)
+    for insn in decode_program(image.instruction_bytes, image.config):
+        module = module_of(insn)
+        for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
+            if getattr(insn, flag):
+                queue = _QUEUES[(module, flag)]
+                balance[queue] += 1 if flag.startswith("push") else -1
+    return balance
+
+
+def instruction_mix(image) -> dict[str, int]:
+    """How many instructions of each kind (LOAD_INP, GEMM, ALU_SHR, NOP_compute, ...)."""
+    mix: dict[str, int] = {}
+    for insn in decode_program(image.instruction_bytes, image.config):
+        if insn.opcode in (Opcode.LOAD, Opcode.STORE) and insn.x_size == 0:
+            key = f"NOP_{module_of(insn)}"
+        elif insn.opcode == Opcode.LOAD:
+            from ..encoding import MemType
+            key = f"LOAD_{MemType(insn.memory_type).name}"
+            if any((insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1)):
+                mix["padded_loads"] = mix.get("padded_loads", 0) + 1
+        elif insn.opcode == Opcode.ALU:
+            from ..encoding import AluOp
+            key = f"ALU_{AluOp(insn.alu_opcode).name}{'_imm' if insn.use_imm else ''}"
+        elif insn.opcode == Opcode.GEMM:
+            key = "GEMM_reset" if insn.reset else "GEMM"
+        else:
+            key = insn.opcode.name
+        mix[key] = mix.get(key, 0) + 1
+    return mix
