@@ -246,6 +246,13 @@ class UopResidency:
         self.loads += 1
         return begin, True
 
+    def snapshot(self) -> tuple:
+        return dict(self._resident), self._cursor, self.loads, self.evictions
+
+    def restore(self, state: tuple) -> None:
+        resident, self._cursor, self.loads, self.evictions = state
+        self._resident = dict(resident)
+
     def clear(self) -> None:
         """Forget every kernel (after a launch the next one starts with an unknown SRAM)."""
         self._resident.clear()

@@ -36,9 +36,11 @@ def elem_bytes(cfg: VTAConfig, mem_type: int) -> int:
 class Buffer:
     """A live region of device DRAM. ``view`` gives a numpy array that aliases DRAM."""
 
-    def __init__(self, memory: "DeviceMemory", addr: int, nbytes: int, dtype, shape,
-                 name: str = ""):
+    def __init__(self, memory: "DeviceMemory", addr: int, nbytes: int, span: int, dtype,
+                 shape, name: str = ""):
+        # ``nbytes`` is what was asked for; ``span`` what the allocator reserved (aligned).
         self._memory, self.addr, self.nbytes, self.name = memory, addr, nbytes, name
+        self._span = span
         self.dtype, self.shape = np.dtype(dtype), tuple(shape)
         self.freed = False
 
@@ -145,7 +147,7 @@ class DeviceMemory:
                 pieces = [(start, addr - start), (addr + padded, start + length - addr - padded)]
                 self._free[i:i + 1] = [p for p in pieces if p[1] > 0]
                 shape = (nbytes // np.dtype(dtype).itemsize,) if shape is None else shape
-                buf = Buffer(self, addr, padded, dtype, shape, name)
+                buf = Buffer(self, addr, nbytes, padded, dtype, shape, name)
                 self._live[addr] = buf
                 self.dram[addr:addr + padded] = 0
                 return buf
@@ -175,7 +177,7 @@ class DeviceMemory:
         del self._live[buf.addr]
         buf.freed = True
         i = bisect.bisect(self._free, (buf.addr, 0))
-        self._free.insert(i, (buf.addr, buf.nbytes))
+        self._free.insert(i, (buf.addr, buf._span))
         # Coalesce with the neighbours.
         merged: list[tuple[int, int]] = []
         for start, length in self._free[max(0, i - 1):i + 2]:

@@ -15,12 +15,17 @@ kernels is bounded (:class:`~driver.kernel.KernelRegistry`).
 When the instruction or micro-op staging buffer fills, the stream flushes: it runs what it
 has (with the epilogue) and continues. Tokens still outstanding at that point are drained
 before the epilogue and pushed again at the start of the next launch, so every launch is
-balanced. On-chip buffers are not part of a program image, so a flush point must not fall
-between a load into SRAM and its use; size the buffers (``insn_capacity``) accordingly.
+balanced. On-chip buffers are not part of a program image: data loaded into SRAM before a
+flush is gone after it. Group the calls that share on-chip data in
+``with stream.unit(): ...``; a flush then falls before or after the unit, never inside it
+(the unit's calls are taken back and replayed in the next launch).
 """
 
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Hashable
 
 from isa.encoding import (Alu, Finish, Gemm, Instruction, IsaError, Load, MemType, Store,
@@ -45,7 +50,7 @@ QUEUES = {"l2g": ("load", "compute"), "g2l": ("compute", "load"),
           "g2s": ("compute", "store"), "s2g": ("store", "compute")}
 _QUEUE_OF = {pc: q for q, pc in QUEUES.items()}
 
-DEFAULT_INSN_CAPACITY = 1 << 16
+DEFAULT_INSN_CAPACITY = 1 << 13
 # An API call appends at most this many instructions (a pop commit or LOAD UOP, then one).
 _MAX_INSNS_PER_CALL = 3
 # Worst case of the launch tail beyond the drains: three pending-pop commits, the epilogue's
@@ -55,6 +60,31 @@ _TAIL_INSNS = 8
 
 class StreamError(RuntimeError):
     """A command stream that cannot be built or launched; the message says why."""
+
+
+def _logged(method):
+    """Record the call while a unit is open, so that a flush can replay it."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        if self._log is not None:
+            self._log.append((method.__name__, args, kwargs))
+        return result
+    return wrapper
+
+
+@dataclass
+class _Snapshot:
+    """The stream's state at the start of a unit."""
+
+    count: int
+    last: Instruction | None
+    pending: dict
+    balance: dict
+    residency: tuple
+    staged: dict
+    uops_used: int
+    outputs: dict
 
 
 def _stage(name) -> str:
@@ -130,6 +160,9 @@ class CommandStream:
         self.images: list[ProgramImage] = []
         self.flushes = 0
         self._closed = False
+        self._log: list | None = None
+        self._safe: _Snapshot | None = None
+        self._replaying = False
         self._reset()
 
     # ------------------------------------------------------------------ state
@@ -142,6 +175,36 @@ class CommandStream:
         self._staged: dict[UopKernel, int] = {}
         self._outputs: dict[int, Buffer] = {}
         self._residency.clear()
+        self._launch_start = 0
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(len(self._insns), self._insns[-1] if self._insns else None,
+                         {s: dict(p) for s, p in self._pending.items()}, dict(self._balance),
+                         self._residency.snapshot(), dict(self._staged), self._uops_used,
+                         dict(self._outputs))
+
+    def _restore(self, snap: _Snapshot) -> None:
+        del self._insns[snap.count:], self._stages[snap.count:]
+        if snap.count:
+            self._insns[-1] = snap.last
+        self._pending = {s: dict(p) for s, p in snap.pending.items()}
+        self._balance = dict(snap.balance)
+        self._residency.restore(snap.residency)
+        self._staged, self._uops_used = dict(snap.staged), snap.uops_used
+        self._outputs = dict(snap.outputs)
+
+    @contextmanager
+    def unit(self):
+        """Keep the calls inside in one launch (see the module docstring). Units nest."""
+        self._check_open()
+        outer = self._log is None
+        if outer:
+            self._safe, self._log = self._snapshot(), []
+        try:
+            yield self
+        finally:
+            if outer:
+                self._safe, self._log = None, None
 
     def __len__(self) -> int:
         return len(self._insns)
@@ -194,19 +257,43 @@ class CommandStream:
     def _tail_reserve(self) -> int:
         return _TAIL_INSNS + sum(max(0, n) for n in self._balance.values())
 
+    def _fits(self, uops: int) -> bool:
+        need = _MAX_INSNS_PER_CALL + 1 + self._tail_reserve()
+        return (len(self._insns) + need <= self.insn_capacity
+                and self._uops_used + uops <= self.uop_capacity)
+
     def _make_room(self, uops: int = 0) -> None:
         """Flush first if this call might not fit (instructions or staged micro-ops)."""
         self._check_open()
-        need = _MAX_INSNS_PER_CALL + 1 + self._tail_reserve()
-        if (len(self._insns) + need > self.insn_capacity
-                or self._uops_used + uops > self.uop_capacity):
-            self.flushes += 1
+        if self._fits(uops):
+            return
+        too_big = StreamError(f"a unit does not fit in one launch (insn_capacity = "
+                              f"{self.insn_capacity}, uop_capacity = {self.uop_capacity})")
+        if self._replaying:
+            raise too_big
+        self.flushes += 1
+        if self._log is None:
             self._launch(self.timeout)
-            if len(self._insns) + need > self.insn_capacity:
-                raise StreamError(f"insn_capacity = {self.insn_capacity} cannot hold the "
-                                  f"{len(self._insns)} token pushes carried over a flush")
+        else:
+            # Inside a unit: take the unit back, run what came before it, then replay it.
+            log, snap = self._log, self._safe
+            if snap.count == self._launch_start:
+                raise too_big
+            self._restore(snap)
+            self._launch(self.timeout)
+            self._safe, self._log, self._replaying = self._snapshot(), [], True
+            try:
+                for name, args, kwargs in log:
+                    getattr(self, name)(*args, **kwargs)
+            finally:
+                self._replaying = False
+        if not self._fits(uops):
+            raise too_big if self._log is not None else StreamError(
+                f"insn_capacity = {self.insn_capacity} cannot hold the {len(self._insns)} "
+                f"token pushes carried over a flush")
 
     # ------------------------------------------------------------------ dependencies
+    @_logged
     def dep_pop(self, src, dst) -> None:
         """The next instruction of stage ``dst`` waits for a token from ``src``."""
         src, dst = _stage(src), _stage(dst)
@@ -220,6 +307,7 @@ class CommandStream:
             self._commit_pending(dst)
         self._pending[dst][flag] = True
 
+    @_logged
     def dep_push(self, src, dst) -> None:
         """Stage ``src`` sends a token to ``dst`` once its work so far is done."""
         src, dst = _stage(src), _stage(dst)
@@ -254,6 +342,7 @@ class CommandStream:
                                   f"the end of {buf!r}")
         return base
 
+    @_logged
     def load_2d(self, mem_type: int, sram: int, buf: Buffer, offset: int = 0, *, x_size: int,
                 y_size: int = 1, x_stride: int | None = None, y_pad: tuple = (0, 0),
                 x_pad: tuple = (0, 0)) -> None:
@@ -273,6 +362,7 @@ class CommandStream:
                                  y_pad_0=y_pad[0], y_pad_1=y_pad[1], x_pad_0=x_pad[0],
                                  x_pad_1=x_pad[1]))
 
+    @_logged
     def store_2d(self, sram: int, buf: Buffer, offset: int = 0, *, x_size: int,
                  y_size: int = 1, x_stride: int | None = None) -> None:
         """STORE ``y_size`` x ``x_size`` narrowed accumulator entries from SRAM ``sram``."""
@@ -289,10 +379,12 @@ class CommandStream:
         """The kernel recorded for ``key`` (``record()`` runs only the first time)."""
         return self.device.kernels.get(key, record)
 
+    @_logged
     def gemm(self, kernel: UopKernel) -> None:
         """GEMM over ``kernel`` (loading its micro-ops first if they are not resident)."""
         self._push_kernel(kernel, "gemm")
 
+    @_logged
     def alu(self, kernel: UopKernel) -> None:
         """ALU over ``kernel``."""
         self._push_kernel(kernel, "alu")
@@ -394,11 +486,14 @@ class CommandStream:
         for q, n in outstanding.items():
             for _ in range(n):
                 self._dep_push(*QUEUES[q])
+        self._launch_start = len(self._insns)
         return result
 
     def synchronize(self, *, timeout: float | None = None) -> "RunResult | None":
         """Run what the stream holds (with the epilogue) and wait; None if it is empty."""
         self._check_open()
+        if self._log is not None:
+            raise StreamError("synchronize() inside a unit: a unit runs in one launch")
         if not self._insns and not any(v for p in self._pending.values() for v in p.values()):
             return None
         return self._launch(self.timeout if timeout is None else timeout)

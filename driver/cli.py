@@ -1,0 +1,110 @@
+"""``vta run IMAGE.npz --backend B --out RESULT.npz`` (SPEC §5)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from isa.image import ImageError, load_image
+from sim.functional import SCHEDULES
+
+from .backends import BACKENDS, BackendUnavailable, DeviceError, DeviceTimeout, get_backend
+
+__all__ = ["register", "main", "run_command", "EXIT_OK", "EXIT_PROGRAM_ERROR", "EXIT_USAGE",
+           "EXIT_UNAVAILABLE", "EXIT_TIMEOUT"]
+
+EXIT_OK = 0
+EXIT_PROGRAM_ERROR = 1   # the program is wrong: the message names the instruction and field
+EXIT_USAGE = 2           # bad arguments, a missing or malformed image
+EXIT_UNAVAILABLE = 3     # the backend cannot run here
+EXIT_TIMEOUT = 4         # the device did not finish in time
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``run`` sub-command to the ``vta`` command's sub-parsers."""
+    p = subparsers.add_parser(
+        "run", help="run a program image on a backend",
+        description="Run one program image (SPEC §5) and write the DRAM after it, the "
+                    "cycles (where the backend has them) and the counters to RESULT.npz.")
+    p.add_argument("image", metavar="IMAGE.npz", help="the program image to run")
+    p.add_argument("--backend", "-b", default="functional", choices=sorted(BACKENDS),
+                   help="where to run it (default: functional)")
+    p.add_argument("--out", "-o", metavar="RESULT.npz",
+                   help="write dram, cycles and counters here")
+    p.add_argument("--check-races", action="store_true",
+                   help="functional only: re-run under other schedules, fail if DRAM differs")
+    p.add_argument("--schedule", choices=SCHEDULES, default="in-order",
+                   help="functional only: the order in which ready modules run")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random schedule")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="give up (with the state of the busy modules) after this long")
+    p.add_argument("--link", default=None,
+                   help="board only: the host link ('sim' for the simulated board)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"vta run: error: {message}", file=sys.stderr)
+    return status
+
+
+def run_command(args: argparse.Namespace) -> int:
+    functional_only = [opt for opt, on in (("--check-races", args.check_races),
+                                           ("--schedule", args.schedule != "in-order"))
+                       if on]
+    if functional_only and args.backend != "functional":
+        return _fail(f"{', '.join(functional_only)} applies to the functional backend only",
+                     EXIT_USAGE)
+    if args.link is not None and args.backend != "board":
+        return _fail("--link applies to the board backend only", EXIT_USAGE)
+    try:
+        image = load_image(args.image)
+    except ImageError as exc:
+        return _fail(f"{args.image}: {exc}", EXIT_USAGE)
+    options = {}
+    if args.backend == "functional":
+        options = dict(schedule=args.schedule, seed=args.seed, check_races=args.check_races)
+    elif args.backend == "board":
+        options = dict(link=args.link)
+    try:
+        backend = get_backend(args.backend, **options)
+        result = backend.run(image, timeout=args.timeout)
+    except BackendUnavailable as exc:
+        return _fail(str(exc), EXIT_UNAVAILABLE)
+    except DeviceTimeout as exc:
+        return _fail(str(exc), EXIT_TIMEOUT)
+    except DeviceError as exc:
+        message = str(exc)
+        if exc.field is not None and f"field {exc.field}" not in message:
+            message += f" (field {exc.field}"
+            message += f" = {exc.value})" if exc.value is not None else ")"
+        return _fail(message, EXIT_PROGRAM_ERROR)
+    arrays = {"dram": result.dram}
+    if result.cycles is not None:
+        arrays["cycles"] = np.int64(result.cycles)
+    for name, value in result.counters.items():
+        if name in ("dram", "cycles"):
+            name = f"counter_{name}"
+        arrays[name] = np.int64(value)
+    if args.out:
+        np.savez_compressed(args.out, **arrays)
+    summary = f"{args.backend}: {image.insn_count} instructions"
+    if result.cycles is not None:
+        summary += f", {result.cycles} cycles"
+    print(summary + (f" -> {args.out}" if args.out else ""))
+    return EXIT_OK
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="vta", description="VTA runtime driver")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
