@@ -65,6 +65,32 @@ class ConformanceProgram:
                 problems.append(f"{self.name}: counter {key} = {counters[key]}, expected {want}")
         return problems
 
+    def check_run(self, run) -> list[str]:
+        """Run this program with ``run(image)`` — any backend: it returns an object with
+        ``dram`` (and optionally ``counters``), or raises an exception carrying ``code`` and
+        ``index`` (like ``sim.functional.SimulationError``) — and list what does not conform."""
+        try:
+            result = run(self.image)
+        except Exception as exc:   # noqa: BLE001 - any backend's error type
+            code, index = getattr(exc, "code", None), getattr(exc, "index", None)
+            if not self.is_bad:
+                return [f"{self.name}: unexpected error {exc!r}"]
+            if code is None:
+                raise
+            if (code, index) != (self.expected_error, self.expected_index):
+                return [f"{self.name}: raised {getattr(code, 'name', code)} at instruction "
+                        f"{index}, expected {self.expected_error.name} at "
+                        f"{self.expected_index}"]
+            return []
+        if self.is_bad:
+            return [f"{self.name}: ran to completion, expected {self.expected_error.name} at "
+                    f"instruction {self.expected_index}"]
+        problems = self.check_dram(result.dram)
+        counters = getattr(result, "counters", None)
+        if counters:
+            problems += self.check_counters(counters)
+        return problems
+
     # ------------------------------------------------------------------ files
     def save(self, directory: "str | Path") -> Path:
         """Write ``NAME.in.npz`` (the image, SPEC §5) and ``NAME.expect.npz`` (expected output

@@ -41,6 +41,22 @@ def test_program_on_functional_simulator(config, index):
 
 
 @pytest.mark.parametrize("config", CONFIGS)
+def test_check_run_helper(config):
+    progs = suite(config)
+    assert all(not p.check_run(run_image) for p in progs[::5])
+    good = next(p for p in progs if not p.is_bad)
+
+    def broken(image):
+        result = run_image(image)
+        for region in image.outputs:
+            result.dram[region.addr] ^= 1
+        return result
+    assert good.check_run(broken)
+    bad = next(p for p in progs if p.is_bad)
+    assert bad.check_run(lambda image: type("R", (), {"dram": image.dram})())
+
+
+@pytest.mark.parametrize("config", CONFIGS)
 def test_suite_shape(config):
     progs = suite(config)
     names = [p.name for p in progs]
