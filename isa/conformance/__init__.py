@@ -6,6 +6,8 @@
   rejected with a given :class:`~isa.errors.ErrorCode` at a given instruction);
 * :func:`random_program` — random valid, race-free, token-balanced programs for differential
   testing between backends;
+* ``tags`` name what a program covers; ``div-*`` tags mark features where the original
+  implementations diverge (reference §5.8; see :func:`analysis.divergence_tags`);
 * :class:`ProgramBuilder` and the tile helpers in :mod:`isa.conformance.tiles` — for writing
   such programs by hand.
 
@@ -32,6 +34,7 @@ def conformance_programs(cfg, *, seed: int = 0, families=FAMILIES) -> list[Confo
     deterministic for ``seed``. Names are unique."""
     from ..config import load_config
     from . import family_alu, family_bad, family_gemm, family_memory, family_tokens
+    from .analysis import divergence_tags
     cfg = load_config(cfg)
     makers = {"memory": family_memory.programs, "gemm": family_gemm.programs,
               "alu": family_alu.programs, "tokens": family_tokens.programs,
@@ -39,6 +42,9 @@ def conformance_programs(cfg, *, seed: int = 0, families=FAMILIES) -> list[Confo
     progs = []
     for fam in families:
         progs += makers[fam](cfg, seed)
+    for p in progs:
+        if not p.is_bad:
+            p.tags = tuple(p.tags) + divergence_tags(p.image)
     names = [p.name for p in progs]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, f"duplicate program names: {sorted(dup)}"

@@ -44,3 +44,32 @@ def instruction_mix(image) -> dict[str, int]:
             key = insn.opcode.name
         mix[key] = mix.get(key, 0) + 1
     return mix
+
+
+def divergence_tags(image) -> tuple[str, ...]:
+    """Tags for features where the original implementations diverge (reference §5.8) and the
+    project follows the original functional simulator (SPEC §4): ``div-mul`` (ALU MUL),
+    ``div-acc8`` (LOAD ACC_8BIT), ``div-wgt-pad`` (padded WGT loads), ``div-uop-2d`` (2-D,
+    strided or padded UOP loads), ``div-shr-imm-range`` (SHR immediates outside [-16, 15]),
+    ``div-vec-shr`` (vector SHR: amounts are data, possibly negative or >= 32)."""
+    from ..encoding import AluOp, MemType
+    tags = set()
+    for insn in decode_program(image.instruction_bytes, image.config):
+        if insn.opcode == Opcode.ALU:
+            if insn.alu_opcode == AluOp.MUL:
+                tags.add("div-mul")
+            if insn.alu_opcode == AluOp.SHR:
+                if not insn.use_imm:
+                    tags.add("div-vec-shr")
+                elif not -16 <= insn.imm <= 15:
+                    tags.add("div-shr-imm-range")
+        elif insn.opcode == Opcode.LOAD and insn.x_size:
+            pads = any((insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1))
+            if insn.memory_type == MemType.ACC_8BIT:
+                tags.add("div-acc8")
+            elif insn.memory_type == MemType.WGT and pads:
+                tags.add("div-wgt-pad")
+            elif insn.memory_type == MemType.UOP and (pads or insn.y_size != 1
+                                                       or insn.x_stride != insn.x_size):
+                tags.add("div-uop-2d")
+    return tuple(sorted(tags))

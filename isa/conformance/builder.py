@@ -89,7 +89,6 @@ class ProgramBuilder:
         self.counters = dict.fromkeys(
             ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",
              "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes"), 0)
-        self._tokens_outstanding = dict.fromkeys(("l2g", "g2l", "g2s", "s2g"), 0)
 
     # ================================================================== DRAM layout
     def alloc(self, nbytes: int, name: str | None = None, *, fill: int | bytes = 0,

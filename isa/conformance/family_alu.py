@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..encoding import AluOp, MemType, Uop
+from ..encoding import MemType, Uop
 from .builder import ProgramBuilder
 from .common import (INT32_MAX, INT32_MIN, expect32, rand_i8, rand_i32, readback32, rng_for,
                      store_out)

@@ -4,7 +4,6 @@ the runtime epilogue and FINISH, so exactly one error is possible."""
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..encoding import Alu, Gemm, Load, MemType, Store, Uop, encode
 from ..errors import ErrorCode
