@@ -232,19 +232,26 @@ class _Parser:
         return mod
 
     def skip_def(self):
-        depth = 0
+        start = self.pos
+        stack = []
+        pairs = {"}": "{", ")": "(", "]": "["}
         self.pos += 1
         while self.tok.kind != "eof":
             t = self.tok
             if t.kind == "punct" and t.text in "{([":
-                depth += 1
+                stack.append(t.text)
             elif t.kind == "punct" and t.text in "})]":
-                depth -= 1
-                if depth == 0 and t.text == "}":
+                if not stack or stack.pop() != pairs[t.text]:
+                    break
+                if not stack and t.text == "}":
                     self.pos += 1
                     return
             self.pos += 1
-        raise self.error("unterminated definition")
+        # Unbalanced: parse the definition for a precise error message.
+        err_tok = self.tok
+        self.pos = start
+        self.parse_def()
+        raise self.error("unbalanced brackets in definition", err_tok)
 
     def parse_type_params(self):
         params = []

@@ -10,36 +10,113 @@ from ._util import is_atomic, is_pure, map_functions
 __all__ = ["to_a_normal_form", "to_graph_normal_form"]
 
 
+class _Scope:
+    """A let scope: a function body, an if branch or a match clause."""
+
+    __slots__ = ("parent", "depth", "memo", "binds", "closed")
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.memo, self.binds, self.closed = {}, [], False
+
+
+def _lca(a, b):
+    while a.depth > b.depth:
+        a = a.parent
+    while b.depth > a.depth:
+        b = b.parent
+    while a is not b:
+        a, b = a.parent, b.parent
+    return a
+
+
+def _slots(n):
+    """Children of ``n`` with the scope slot they live in (None: the scope of ``n``)."""
+    if isinstance(n, Call):
+        return [(n.op, None)] + [(a, None) for a in n.args]
+    if isinstance(n, Tuple):
+        return [(f, None) for f in n.fields]
+    if isinstance(n, TupleGetItem):
+        return [(n.tuple_value, None)]
+    if isinstance(n, Let):
+        return [(n.value, None), (n.body, None)]
+    if isinstance(n, If):
+        return [(n.cond, None), (n.true_branch, 0), (n.false_branch, 1)]
+    if isinstance(n, Match):
+        return [(n.data, None)] + [(c.rhs, i) for i, c in enumerate(n.clauses)]
+    if isinstance(n, Function):
+        return [(n.body, 0)]
+    if isinstance(n, RefCreate):
+        return [(n.value, None)]
+    if isinstance(n, RefRead):
+        return [(n.ref, None)]
+    if isinstance(n, RefWrite):
+        return [(n.ref, None), (n.value, None)]
+    return []
+
+
 class _ANF:
-    def __init__(self):
-        self.scopes = []
+    """Let-bind compound nodes, each in the lowest scope enclosing all of its uses."""
+
+    def __init__(self, body):
+        from ..analysis import post_order
         self.counter = 0
+        self.root = _Scope(None)
+        self.slot_scopes = {}
+        order = post_order(body)
+        users = {}
+        for n in order:
+            for c, slot in _slots(n):
+                users.setdefault(id(c), []).append((n, slot))
+        self.placement = {id(body): self.root}
+        for n in reversed(order):   # users before the nodes they use
+            if id(n) in self.placement or id(n) not in users:
+                continue
+            s = None
+            for parent, slot in users[id(n)]:
+                ps = self.placement.get(id(parent), self.root)
+                us = ps if slot is None else self.slot_scope(parent, slot, ps)
+                s = us if s is None else _lca(s, us)
+            self.placement[id(n)] = s
+        self.current = self.root
+
+    def slot_scope(self, parent, slot, parent_scope):
+        key = (id(parent), slot)
+        if key not in self.slot_scopes:
+            self.slot_scopes[key] = (parent, _Scope(parent_scope))
+        return self.slot_scopes[key][1]
 
     def fresh(self):
         self.counter += 1
         return Var(f"x{self.counter}")
 
     def lookup(self, e):
-        for memo, _ in reversed(self.scopes):
-            if id(e) in memo:
-                return memo[id(e)][1]
+        s = self.current
+        while s is not None:
+            if id(e) in s.memo:
+                return s.memo[id(e)][1]
+            s = s.parent
         return None
 
-    def scope(self, e):
-        """Convert ``e`` in a new scope: a let chain ending in an expression with atomic children."""
-        self.scopes.append(({}, []))
-        result = self.value(e, tail=True)
-        memo, binds = self.scopes.pop()
-        for var, val in reversed(binds):
+    def convert(self, e):
+        return self.scope(e, self.root)
+
+    def scope(self, e, scope):
+        """Convert ``e`` in ``scope``: a let chain ending in an expression with atomic children."""
+        saved, self.current = self.current, scope
+        shared = self.lookup(e) is not None or self.placement.get(id(e), scope) is not scope
+        result = self.atom(e) if shared else self.value(e, tail=True)
+        scope.closed = True
+        self.current = saved
+        for var, val in reversed(scope.binds):
             result = Let(var, val, result)
         return result
 
-    def bind(self, value, orig, var=None):
-        var = var or self.fresh()
-        memo, binds = self.scopes[-1]
-        binds.append((var, value))
-        memo[id(orig)] = (orig, var)
-        return var
+    def branch(self, parent, slot, e):
+        key = (id(parent), slot)
+        sc = self.slot_scopes[key][1] if key in self.slot_scopes else _Scope(self.current)
+        return self.scope(e, sc)
 
     def atom(self, e):
         if is_atomic(e):
@@ -47,16 +124,21 @@ class _ANF:
         found = self.lookup(e)
         if found is not None:
             return found
-        return self.bind(self.value(e), e)
+        target = self.placement.get(id(e), self.current)
+        if target.closed:
+            target = self.current
+        val = self.value(e)
+        var = self.fresh()
+        target.binds.append((var, val))
+        target.memo[id(e)] = (e, var)
+        return var
 
     def value(self, e, tail=False):
-        """``e`` with atomic children (children bound first in the current scope)."""
+        """``e`` with atomic children (children bound first, in their scopes)."""
         if isinstance(e, Let):
-            # an existing let keeps its variable; its body continues the current scope
-            memo, binds = self.scopes[-1]
             val = self.value(e.value)
-            binds.append((e.var, val))
-            memo[id(e.value)] = (e.value, e.var)
+            self.current.binds.append((e.var, val))
+            self.current.memo[id(e.value)] = (e.value, e.var)
             return self.value(e.body, tail) if tail else self.atom(e.body)
         if isinstance(e, (Var, GlobalVar, Constant, Op, Constructor)):
             return e
@@ -67,13 +149,14 @@ class _ANF:
         if isinstance(e, TupleGetItem):
             return with_fields(e, tuple_value=self.atom(e.tuple_value))
         if isinstance(e, Function):
-            return with_fields(e, body=self.scope(e.body))
+            return with_fields(e, body=self.branch(e, 0, e.body))
         if isinstance(e, If):
-            return with_fields(e, cond=self.atom(e.cond), true_branch=self.scope(e.true_branch),
-                               false_branch=self.scope(e.false_branch))
+            return with_fields(e, cond=self.atom(e.cond), true_branch=self.branch(e, 0, e.true_branch),
+                               false_branch=self.branch(e, 1, e.false_branch))
         if isinstance(e, Match):
             return with_fields(e, data=self.atom(e.data),
-                               clauses=tuple(Clause(c.lhs, self.scope(c.rhs)) for c in e.clauses))
+                               clauses=tuple(Clause(c.lhs, self.branch(e, i, c.rhs))
+                                             for i, c in enumerate(e.clauses)))
         if isinstance(e, RefCreate):
             return with_fields(e, value=self.atom(e.value))
         if isinstance(e, RefRead):
@@ -88,11 +171,11 @@ def to_a_normal_form(mod: IRModule) -> IRModule:
 
     Guarantees: every operator, function and constructor call, tuple, projection and reference
     operation has only atomic arguments (variables, globals, constants); a node shared by several
-    users is computed once in the innermost scope that encloses its first use (re-bound in an
-    outer scope if used there too); function bodies, if branches and match clauses are themselves
+    users is bound once, in the lowest scope (function body, if branch, match clause) that
+    encloses all of its uses; function bodies, if branches and match clauses are themselves
     in A-normal form; results are unchanged.
     """
-    return map_functions(mod, lambda f: with_fields(f, body=_ANF().scope(f.body)))
+    return map_functions(mod, lambda f: with_fields(f, body=_ANF(f.body).convert(f.body)))
 
 
 class _GNF(ExprMutator):

@@ -147,7 +147,7 @@ def test_constants_can_be_supplied_instead_of_metadata():
 
 @pytest.mark.parametrize("text,line,col,message", [
     ("def @main() {\n  add(1f, \n}", 3, 1, "expected an expression but found '}'"),
-    ("def @main(%x: Tensor[(1), float33]) { %x }", 1, 24, "unknown dtype 'float33'"),
+    ("def @main(%x: Tensor[(1), float33]) { %x }", 1, 27, "unknown dtype 'float33'"),
     ("def @main() {\n  %y\n}", 2, 3, "unbound variable %y"),
     ("def @main() {\n  nn.relux(1f)\n}", 2, 3, "unknown operator or constructor 'nn.relux'"),
     ("def @main() {\n  @nope(1f)\n}", 2, 3, "unknown global function @nope"),
