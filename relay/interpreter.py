@@ -54,8 +54,8 @@ class ConstructorValue:
 class Interpreter:
     """Evaluate expressions against a module of global functions.
 
-    Each function activation memoises the pure nodes it evaluates (operator calls, tuples,
-    projections, constants), so graph-form programs that share a node evaluate it once.
+    A node shared by several users in the graph form denotes one value: each function activation
+    evaluates each node at most once.
     """
 
     def __init__(self, mod: IRModule | None = None):
@@ -94,6 +94,15 @@ class Interpreter:
         raise RelayRuntimeError(f"cannot call {f!r}")
 
     def _eval(self, e, env, memo):
+        key = id(e)
+        if key in memo:
+            return memo[key]
+        v = self._eval_node(e, env, memo)
+        if type(e) is not Var:
+            memo[key] = v
+        return v
+
+    def _eval_node(self, e, env, memo):
         while True:   # loop instead of recursing on tail positions (let bodies, branches)
             t = type(e)
             if t is Var:
@@ -121,20 +130,12 @@ class Interpreter:
                     raise RelayRuntimeError(f"no clause of the match matched {v!r}")
                 e = c.rhs
                 continue
-            key = id(e)
-            if key in memo:
-                return memo[key]
             if t is Call:
-                v = self._eval_call(e, env, memo)
-                if type(e.op) is Op:
-                    memo[key] = v
-                return v
+                return self._eval_call(e, env, memo)
             if t is Constant:
                 return e.data
             if t is Tuple:
-                v = tuple(self._eval(f, env, memo) for f in e.fields)
-                memo[key] = v
-                return v
+                return tuple(self._eval(f, env, memo) for f in e.fields)
             if t is TupleGetItem:
                 v = self._eval(e.tuple_value, env, memo)[e.index]
                 return v
