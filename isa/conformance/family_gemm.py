@@ -91,21 +91,35 @@ def gemm_test_program(cfg, seed, compressed: bool):
                      finish=False)
 
 
-def blocked_gemm_program(cfg, seed, vt: int, compressed: bool):
-    """test_lib ``blocked_gemm_test`` (batch = channels = 2*vt blocks ... ) with its token
-    pattern for one or two virtual threads (SRAM halves double-buffered)."""
-    name = f"blocked-gemm-vt{vt}-{'compressed' if compressed else 'uncompressed'}"
-    rng = rng_for(seed, name)
+def fitting_block(cfg, vt: int) -> int:
+    """The largest block (a power-of-two multiple of the tile) whose SRAM halves fit."""
     B, BI, BO = cfg.batch, cfg.block_in, cfg.block_out
     block = max(B, BI, BO) * 2
-    while True:   # keep both halves within the smallest buffer
+    while True:
         bi, bo, bb = block // BI, block // BO, block // B
         if vt * bb * bi <= cfg.inp_depth and vt * bi * bo <= cfg.wgt_depth \
                 and bb * bo <= cfg.acc_depth and vt * bb * bi * bo <= cfg.uop_depth - 1:
-            break
+            return block
         block //= 2
-    batch = 2 * block
-    channels = 2 * vt * block
+
+
+def blocked_gemm_program(cfg, seed, vt: int, compressed: bool, *, size=None, block=None):
+    """test_lib ``blocked_gemm_test`` with its token pattern for one or two virtual threads
+    (SRAM halves double-buffered). By default the matrices are scaled to the configuration
+    (batch = 2 blocks, channels = 2*vt blocks); ``size`` and ``block`` give the original's
+    square ``size`` x ``size`` x ``size`` GEMM in blocks of ``block`` (e.g. 256 and 64)."""
+    name = f"blocked-gemm-vt{vt}-{'compressed' if compressed else 'uncompressed'}"
+    if size is not None:
+        name += f"-{size}-block{block}"
+    rng = rng_for(seed, name)
+    B, BI, BO = cfg.batch, cfg.block_in, cfg.block_out
+    if block is None:
+        block = fitting_block(cfg, vt)
+    batch = 2 * block if size is None else size
+    channels = 2 * vt * block if size is None else size
+    if batch % block or channels % (block * vt) or block % max(B, BI, BO):
+        raise ValueError(f"size {channels} must be a multiple of vt x block = {vt} x {block}, "
+                         f"and block a multiple of the tile ({B}x{BI}x{BO})")
     in_feat = out_feat = channels
     A = rand_i8(rng, (batch, in_feat))
     Wm = rand_i8(rng, (out_feat, in_feat))

@@ -1,0 +1,115 @@
+"""``vta sim`` (``make sim``): the main job on one configuration, checked against references.
+
+Until the compiler lands, the workload is the original test suite's blocked int8 matrix
+multiply (256 x 256 x 256 in blocks of 64 on the default configuration, scaled on others),
+checked against numpy, followed by the conformance suite: the original simulator's reference
+images (where the configuration matches) and the generated programs.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["register", "run_demo"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sim", help="run the demo workload and the conformance suite on a backend",
+        description="Run a tiled int8 matrix multiply and the conformance suite on the chosen "
+                    "backend and configuration, check every result against numpy or the "
+                    "original simulator, and print what was checked with the counters.")
+    p.add_argument("--backend", default="functional",
+                   help="functional, rtl, cycle or board (default: %(default)s)")
+    p.add_argument("--config", default="default",
+                   help="configuration name or JSON path (default: %(default)s)")
+    p.add_argument("--size", type=int, default=None,
+                   help="matrix size of the GEMM (default: 256 on the default configuration)")
+    p.add_argument("--quick", action="store_true",
+                   help="only the GEMM and the reference images, not the generated suite")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    return run_demo(args.backend, args.config, size=args.size, quick=args.quick)
+
+
+def run_demo(backend_name: str, config: str, *, size: int | None = None,
+             quick: bool = False, out=sys.stdout) -> int:
+    """Run the demo; returns 0 when everything matched its reference."""
+    from driver.backends import get_backend
+    from isa.config import load_config
+    from isa.conformance import conformance_programs
+    from isa.conformance.family_gemm import blocked_gemm_program, fitting_block
+
+    cfg = load_config(config)
+    backend = get_backend(backend_name)
+    failures = 0
+    print(f"VTA on {cfg}, backend {backend.name}", file=out)
+
+    # 1. The workload: a tiled int8 matrix multiply with bias, narrowed to int8.
+    # The original's 256^3 in blocks of 64 on the default configuration, else scaled.
+    block = 64 if cfg == load_config("default") else fitting_block(cfg, 2)
+    size = size or (256 if block == 64 else 4 * block)
+    program = blocked_gemm_program(cfg, 0, 2, False, size=size, block=block)
+    start = time.perf_counter()
+    result = backend.run(program.image)
+    seconds = time.perf_counter() - start
+    problems = program.check_dram(result.dram)
+    failures += bool(problems)
+    macs = result.counters.get("gemm_counter", 0) * cfg.macs_per_cycle
+    print(f"\nGEMM {size}x{size}x{size} (int8 x int8 + int32 bias -> int8), blocks of {block}, "
+          f"two virtual threads: {'OK, equals numpy' if not problems else 'MISMATCH'}", file=out)
+    for problem in problems[:5]:
+        print(f"  {problem}", file=out)
+    print(f"  {program.image.insn_count} instructions, {macs:,} multiply-accumulates, "
+          f"{seconds:.3f} s on {backend.name}", file=out)
+    if result.cycles:
+        util = result.counters.get("gemm_counter", 0) / result.cycles
+        print(f"  {result.cycles:,} cycles, GEMM utilisation {util:.1%}", file=out)
+    for key in sorted(result.counters):
+        if result.counters[key]:
+            print(f"  {key:<22} {result.counters[key]:>12,}", file=out)
+
+    # 2. The original functional simulator's images, where the configuration matches.
+    refs = _reference_images(cfg)
+    bad = 0
+    for image, expect in refs:
+        got = backend.run(image).dram
+        bad += not np.array_equal(got, expect)
+    failures += bad
+    print(f"\nreference images of the original simulator for this configuration: "
+          f"{len(refs) - bad}/{len(refs)} byte-identical DRAM", file=out)
+
+    # 3. The generated conformance suite.
+    if not quick:
+        programs = conformance_programs(cfg)
+        wrong = []
+        for prog in programs:
+            wrong += prog.check_run(backend.run)
+        good = sum(not p.is_bad for p in programs)
+        print(f"conformance suite: {len(programs)} programs ({good} computing, "
+              f"{len(programs) - good} that must be rejected): "
+              f"{len(programs) - len({w.split(':')[0] for w in wrong})} pass", file=out)
+        for problem in wrong[:10]:
+            print(f"  {problem}", file=out)
+        failures += len(wrong)
+    print("\nall checks passed" if not failures else f"\n{failures} checks FAILED", file=out)
+    return 0 if not failures else 1
+
+
+def _reference_images(cfg):
+    from pathlib import Path
+
+    from isa.image import load_image
+
+    root = Path(__file__).resolve().parents[1] / "tests" / "data" / "conformance"
+    out = []
+    for path in sorted(root.glob("*.in.npz")):
+        image = load_image(path)
+        if image.config == cfg:
+            out.append((image, np.load(str(path).replace(".in.npz", ".expect.npz"))["dram"]))
+    return out
