@@ -1,0 +1,467 @@
+"""Automatic differentiation: a source transformation from a Relay function to a Relay function
+that returns its value and the gradients with respect to its inputs.
+
+The transformation is reverse mode with references and closures (as Relay's higher-order
+gradient): every tensor value ``x`` becomes a pair ``(x, ref(dx))``; every operator call pushes a
+closure onto a back-propagator reference ``%bp`` that, when run, adds the call's input gradients
+into its inputs' references and then runs the previous closure.  Because the result is an
+ordinary Relay program (closures, references, tuples, ADTs, recursion and all), the interpreter
+runs it and the transformation can be applied again for second derivatives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .analysis import post_order
+from .ir import (Call, Clause, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
+                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite, Tuple,
+                 TupleGetItem, Var, const, op_call)
+from .op.registry import get_op, get_op_attr, register_op_attr
+from .transform.infer_type import infer_type
+from .transform.normal_form import to_a_normal_form
+from .ty import FuncType, RefType, TensorType, TupleType, TypeCall, TypeVar, UNIT
+
+__all__ = ["gradient", "register_gradient", "GradientError", "dual_type"]
+
+_KEY = "FPrimalGradient"
+
+
+class GradientError(ValueError):
+    """The function cannot be differentiated (an operator without a gradient rule, ...)."""
+
+
+def register_gradient(op_name):
+    """Decorator: ``rule(args, out, grad, attrs, arg_types) -> list`` of input gradients (``None``
+    for an input that gets no gradient).  ``args`` are the primal inputs, ``out`` the primal output
+    and ``grad`` the gradient of the output, all Relay expressions."""
+    def deco(fn):
+        register_op_attr(op_name, _KEY, fn)
+        return fn
+    return deco
+
+
+def dual_type(t):
+    """The type of a value after the transformation: tensors become ``(T, ref(T))``."""
+    if isinstance(t, TensorType):
+        return TupleType((t, RefType(t)))
+    if isinstance(t, TupleType):
+        return TupleType(tuple(dual_type(f) for f in t.fields))
+    if isinstance(t, FuncType):
+        return FuncType(tuple(dual_type(a) for a in t.arg_types), dual_type(t.ret_type), t.type_params)
+    if isinstance(t, RefType):
+        return RefType(dual_type(t.value))
+    if isinstance(t, TypeCall):
+        return TypeCall(t.func, tuple(dual_type(a) for a in t.args))
+    return t
+
+
+_BP_TYPE = RefType(FuncType((), UNIT))
+
+
+def _is_float(t):
+    return isinstance(t, TensorType) and t.dtype.startswith("float")
+
+
+def _seq(effects, result):
+    """``let _ = e1; let _ = e2; ...; result``."""
+    for e in reversed(effects):
+        result = Let(Var("_"), e, result)
+    return result
+
+
+class _Ctx:
+    """Transforms the body of one function; ``bp`` is the back-propagator reference in scope."""
+
+    def __init__(self, ad, bp):
+        self.ad = ad
+        self.bp = bp
+        self.vars = {}
+
+    def bind(self, v, annotate=True):
+        t = v.checked_type if v.checked_type is not None else v.type_annotation
+        nv = Var(v.name_hint, dual_type(t) if (annotate and t is not None) else None)
+        self.vars[v] = nv
+        return nv
+
+    def expr(self, e):
+        if isinstance(e, Var):
+            if e not in self.vars:
+                raise GradientError(f"free variable %{e.name_hint}")
+            return self.vars[e]
+        if isinstance(e, Constant):
+            return Tuple((e, RefCreate(op_call("zeros_like", e))))
+        if isinstance(e, GlobalVar):
+            return self.global_value(e)
+        if isinstance(e, Constructor):
+            return e
+        if isinstance(e, Let):
+            nv = self.bind(e.var, annotate=isinstance(e.value, Function))
+            return Let(nv, self.expr(e.value), self.expr(e.body))
+        if isinstance(e, Call):
+            return self.call(e)
+        if isinstance(e, Function):
+            params = [self.bind(p) for p in e.params]
+            ret = dual_type(e.checked_type.ret_type) if e.checked_type is not None else None
+            return Function(params, self.expr(e.body), ret, e.type_params)
+        if isinstance(e, If):
+            return If(TupleGetItem(self.expr(e.cond), 0), self.expr(e.true_branch), self.expr(e.false_branch))
+        if isinstance(e, Tuple):
+            return Tuple(tuple(self.expr(f) for f in e.fields))
+        if isinstance(e, TupleGetItem):
+            return TupleGetItem(self.expr(e.tuple_value), e.index)
+        if isinstance(e, Match):
+            clauses = [Clause(self.pattern(c.lhs), self.expr(c.rhs)) for c in e.clauses]
+            return Match(self.expr(e.data), clauses, e.complete)
+        if isinstance(e, RefCreate):
+            return RefCreate(self.expr(e.value))
+        if isinstance(e, RefRead):
+            return RefRead(self.expr(e.ref))
+        if isinstance(e, RefWrite):
+            return RefWrite(self.expr(e.ref), self.expr(e.value))
+        raise GradientError(f"cannot differentiate {type(e).__name__}")
+
+    def pattern(self, p):
+        if isinstance(p, PatternVar):
+            return PatternVar(self.bind(p.var, annotate=False))
+        if isinstance(p, PatternConstructor):
+            return PatternConstructor(p.constructor, tuple(self.pattern(q) for q in p.patterns))
+        if isinstance(p, PatternTuple):
+            return PatternTuple(tuple(self.pattern(q) for q in p.patterns))
+        return p
+
+    def global_value(self, gv):
+        """A global used as a value: a closure that passes the current ``%bp`` along."""
+        fn = self.ad.mod[gv.name_hint]
+        params = [Var(p.name_hint) for p in fn.params]
+        return Function(params, Call(GlobalVar(self.ad.global_name(gv.name_hint)), [self.bp] + params))
+
+    def call(self, e):
+        if isinstance(e.op, GlobalVar):
+            return Call(GlobalVar(self.ad.global_name(e.op.name_hint)), [self.bp] + [self.expr(a) for a in e.args])
+        if isinstance(e.op, Constructor):
+            return Call(e.op, [self.expr(a) for a in e.args])
+        if not isinstance(e.op, Op):
+            return Call(self.expr(e.op), [self.expr(a) for a in e.args])
+        return self.op_call(e)
+
+    def op_call(self, e):
+        duals = [Var(f"d{i}") for i in range(len(e.args))]
+        prims = [Var(f"p{i}") for i in range(len(e.args))]
+        v, g = Var("v"), Var("g")
+        out_t = e.checked_type
+        arg_types = [a.checked_type for a in e.args]
+        primal = Call(e.op, prims, e.attrs)
+        rule = get_op_attr(e.op.name, _KEY)
+        if isinstance(out_t, TupleType):
+            if rule is not None or any(_is_float(f) for f in out_t.fields):
+                raise GradientError(f"no gradient for {e.op.name}, which returns a tuple "
+                                    f"(run simplify_inference first for batch_norm and dropout)")
+            result = Tuple(tuple(Tuple((TupleGetItem(v, i), RefCreate(op_call("zeros_like", TupleGetItem(v, i)))))
+                                 for i in range(len(out_t.fields))))
+            body = result
+        elif not _is_float(out_t):
+            body = Tuple((v, RefCreate(op_call("zeros_like", v))))
+        else:
+            if rule is None:
+                raise GradientError(f"no gradient rule for operator {e.op.name}")
+            gv = Var("grad")
+            grads = rule(prims, v, gv, e.attrs, arg_types)
+            writes = []
+            for d, gi, t in zip(duals, grads, arg_types):
+                if gi is not None and _is_float(t):
+                    ref = TupleGetItem(d, 1)
+                    writes.append(RefWrite(ref, op_call("add", RefRead(ref), gi)))
+            prev = Var("prev")
+            backward = Function([], Let(gv, RefRead(g), _seq(writes, Call(prev, []))), UNIT)
+            body = Let(g, RefCreate(op_call("zeros_like", v)),
+                       Let(prev, RefRead(self.bp),
+                           _seq([RefWrite(self.bp, backward)], Tuple((v, g)))))
+        body = Let(v, primal, body)
+        for d, p, a in reversed(list(zip(duals, prims, e.args))):
+            body = Let(d, self.expr(a), Let(p, TupleGetItem(d, 0), body))
+        return body
+
+
+class _AD:
+    def __init__(self, mod):
+        self.mod = infer_type(to_a_normal_form(mod))
+        self.names = {}
+        self.todo = []
+        for td in self.mod.type_definitions.values():
+            for c in td.constructors:
+                for t in c.inputs:
+                    if any(isinstance(n, TensorType) for n in _types_in(t)):
+                        self.bad_adt = td.header.name
+
+    def global_name(self, name):
+        if name not in self.names:
+            if name not in self.mod.functions:
+                raise GradientError(f"no global function @{name}")
+            self.names[name] = f"{name}__ad"
+            self.todo.append(name)
+        return self.names[name]
+
+    def transform(self, name):
+        f = self.mod[name]
+        bp = Var("bp", _BP_TYPE)
+        ctx = _Ctx(self, bp)
+        params = [ctx.bind(p) for p in f.params]
+        ret = dual_type(f.checked_type.ret_type)
+        return Function([bp] + params, ctx.expr(f.body), ret, f.type_params)
+
+    def run(self):
+        out = {}
+        while self.todo:
+            name = self.todo.pop()
+            out[self.names[name]] = self.transform(name)
+        return out
+
+
+def _types_in(t):
+    yield t
+    for attr in ("fields", "arg_types", "args"):
+        for s in getattr(t, attr, ()):
+            yield from _types_in(s)
+    for attr in ("ret_type", "value"):
+        s = getattr(t, attr, None)
+        if s is not None and not isinstance(s, (str, int)):
+            yield from _types_in(s)
+
+
+def gradient(mod: IRModule, name: str = "main", grad_name: str | None = None) -> IRModule:
+    """Add ``@{name}_grad`` to ``mod``: for ``@name(x1, ..., xn) -> T`` (tensors in, a float tensor
+    out) it computes ``(@name(x1, ..., xn), (dx1, ..., dxn))``, the gradients of the sum of the
+    output with respect to each input.  Helper globals ``@{f}__ad`` are added for every global
+    function ``@name`` reaches.
+
+    Supported: every construct of the language (closures, recursion, references, ADTs whose
+    fields are type parameters, tuples, if and match) and the operators with a gradient rule
+    (``register_gradient``).  Applying ``gradient`` to a function that calls a ``_grad`` function
+    gives second derivatives.
+    """
+    ad = _AD(mod)
+    fn = ad.mod[name]
+    ft = fn.checked_type
+    if not _is_float(ft.ret_type):
+        raise GradientError(f"@{name} must return a float tensor, not {ft.ret_type}")
+    for p, t in zip(fn.params, ft.arg_types):
+        if not isinstance(t, TensorType):
+            raise GradientError(f"parameter %{p.name_hint} of @{name} must be a tensor, not {t}")
+    inner = ad.global_name(name)
+    globals_ = ad.run()
+    xs = [Var(p.name_hint, t) for p, t in zip(fn.params, ft.arg_types)]
+    bp = Var("bp", _BP_TYPE)
+    ds = [Var(f"d_{p.name_hint}") for p in fn.params]
+    r = Var("r")
+    result = Tuple((TupleGetItem(r, 0), Tuple(tuple(RefRead(TupleGetItem(d, 1)) for d in ds))))
+    body = _seq([RefWrite(TupleGetItem(r, 1), op_call("ones_like", TupleGetItem(r, 0))),
+                 Call(RefRead(bp), [])], result)
+    body = Let(r, Call(GlobalVar(inner), [bp] + ds), body)
+    for x, d in reversed(list(zip(xs, ds))):
+        body = Let(d, Tuple((x, RefCreate(op_call("zeros_like", x)))), body)
+    body = Let(bp, RefCreate(Function([], Tuple(()), UNIT)), body)
+    ret = TupleType((ft.ret_type, TupleType(tuple(ft.arg_types))))
+    grad_fn = Function(xs, body, ret)
+    out = mod.with_functions(globals_)
+    return out.with_function(grad_name or f"{name}_grad", grad_fn)
+
+
+# ---------------------------------------------------------------------------- gradient rules
+
+
+def _csl(g, like):
+    return op_call("collapse_sum_like", g, like)
+
+
+def _zeros(x):
+    return op_call("zeros_like", x)
+
+
+@register_gradient("add")
+def _add_grad(args, out, g, attrs, types):
+    return [_csl(g, args[0]), _csl(g, args[1])]
+
+
+@register_gradient("subtract")
+def _sub_grad(args, out, g, attrs, types):
+    return [_csl(g, args[0]), _csl(op_call("negative", g), args[1])]
+
+
+@register_gradient("multiply")
+def _mul_grad(args, out, g, attrs, types):
+    x, y = args
+    return [_csl(op_call("multiply", g, y), x), _csl(op_call("multiply", g, x), y)]
+
+
+@register_gradient("divide")
+def _div_grad(args, out, g, attrs, types):
+    x, y = args
+    return [_csl(op_call("divide", g, y), x),
+            _csl(op_call("negative", op_call("divide", op_call("multiply", g, out), y)), y)]
+
+
+@register_gradient("negative")
+def _neg_grad(args, out, g, attrs, types):
+    return [op_call("negative", g)]
+
+
+@register_gradient("copy")
+def _copy_grad(args, out, g, attrs, types):
+    return [g]
+
+
+@register_gradient("exp")
+def _exp_grad(args, out, g, attrs, types):
+    return [op_call("multiply", g, out)]
+
+
+@register_gradient("log")
+def _log_grad(args, out, g, attrs, types):
+    return [op_call("divide", g, args[0])]
+
+
+@register_gradient("sqrt")
+def _sqrt_grad(args, out, g, attrs, types):
+    return [op_call("divide", g, op_call("add", out, out))]
+
+
+@register_gradient("tanh")
+def _tanh_grad(args, out, g, attrs, types):
+    return [op_call("multiply", g, op_call("subtract", op_call("ones_like", out), op_call("multiply", out, out)))]
+
+
+@register_gradient("sigmoid")
+def _sigmoid_grad(args, out, g, attrs, types):
+    one_minus = op_call("subtract", op_call("ones_like", out), out)
+    return [op_call("multiply", g, op_call("multiply", out, one_minus))]
+
+
+@register_gradient("nn.relu")
+def _relu_grad(args, out, g, attrs, types):
+    x = args[0]
+    return [op_call("where", op_call("greater", x, _zeros(x)), g, _zeros(g))]
+
+
+@register_gradient("maximum")
+def _max_grad(args, out, g, attrs, types):
+    x, y = args
+    take_x = op_call("greater_equal", x, y)
+    return [_csl(op_call("where", take_x, g, _zeros(g)), x), _csl(op_call("where", take_x, _zeros(g), g), y)]
+
+
+@register_gradient("minimum")
+def _min_grad(args, out, g, attrs, types):
+    x, y = args
+    take_x = op_call("less_equal", x, y)
+    return [_csl(op_call("where", take_x, g, _zeros(g)), x), _csl(op_call("where", take_x, _zeros(g), g), y)]
+
+
+@register_gradient("where")
+def _where_grad(args, out, g, attrs, types):
+    c, x, y = args
+    return [None, _csl(op_call("where", c, g, _zeros(g)), x), _csl(op_call("where", c, _zeros(g), g), y)]
+
+
+@register_gradient("clip")
+def _clip_grad(args, out, g, attrs, types):
+    x = args[0]
+    dt = types[0].dtype
+    inside = op_call("logical_and", op_call("greater_equal", x, const(np.asarray(attrs["a_min"], dt))),
+                     op_call("less_equal", x, const(np.asarray(attrs["a_max"], dt))))
+    return [op_call("where", inside, g, _zeros(g))]
+
+
+@register_gradient("collapse_sum_like")
+def _csl_grad(args, out, g, attrs, types):
+    return [op_call("broadcast_to_like", g, args[0]), None]
+
+
+@register_gradient("broadcast_to_like")
+def _btl_grad(args, out, g, attrs, types):
+    return [_csl(g, args[0]), None]
+
+
+@register_gradient("cast")
+def _cast_grad(args, out, g, attrs, types):
+    return [op_call("cast", g, dtype=types[0].dtype)]
+
+
+def _reshape_back(g, t):
+    return op_call("reshape", g, newshape=list(t.shape))
+
+
+for _name in ("reshape", "squeeze", "expand_dims", "nn.batch_flatten"):
+    register_gradient(_name)(lambda args, out, g, attrs, types: [_reshape_back(g, types[0])])
+
+
+@register_gradient("transpose")
+def _transpose_grad(args, out, g, attrs, types):
+    n = types[0].ndim
+    axes = list(attrs.get("axes") or reversed(range(n)))
+    axes = [a % n for a in axes]
+    inverse = [axes.index(i) for i in range(n)]
+    return [op_call("transpose", g, axes=inverse)]
+
+
+def _reduced_axes(attrs, t):
+    axis = attrs.get("axis")
+    axes = list(range(t.ndim)) if axis is None else [a % t.ndim for a in ([axis] if isinstance(axis, int) else axis)]
+    if attrs.get("exclude"):
+        axes = [i for i in range(t.ndim) if i not in axes]
+    return axes
+
+
+def _unreduce(g, attrs, t):
+    axes = _reduced_axes(attrs, t)
+    keep = [1 if i in axes else d for i, d in enumerate(t.shape)]
+    return op_call("reshape", g, newshape=keep), axes
+
+
+@register_gradient("sum")
+def _sum_grad(args, out, g, attrs, types):
+    gk, _ = _unreduce(g, attrs, types[0])
+    return [op_call("broadcast_to_like", gk, args[0])]
+
+
+@register_gradient("mean")
+def _mean_grad(args, out, g, attrs, types):
+    t = types[0]
+    gk, axes = _unreduce(g, attrs, t)
+    count = int(np.prod([t.shape[a] for a in axes])) if axes else 1
+    scaled = op_call("multiply", gk, const(np.asarray(1.0 / count, t.dtype)))
+    return [op_call("broadcast_to_like", scaled, args[0])]
+
+
+@register_gradient("nn.dense")
+def _dense_grad(args, out, g, attrs, types):
+    x, w = args
+    if types[0].ndim != 2:
+        raise GradientError("the nn.dense gradient needs 2-D data")
+    return [op_call("nn.dense", g, op_call("transpose", w)),
+            op_call("nn.dense", op_call("transpose", g), op_call("transpose", x))]
+
+
+@register_gradient("nn.bias_add")
+def _bias_add_grad(args, out, g, attrs, types):
+    t = types[0]
+    axis = attrs.get("axis", 1) % t.ndim
+    return [g, op_call("sum", g, axis=[axis], exclude=True)]
+
+
+@register_gradient("nn.softmax")
+def _softmax_grad(args, out, g, attrs, types):
+    axis = attrs.get("axis", -1)
+    dot = op_call("sum", op_call("multiply", g, out), axis=[axis], keepdims=True)
+    return [op_call("multiply", out, op_call("subtract", g, dot))]
+
+
+@register_gradient("nn.log_softmax")
+def _log_softmax_grad(args, out, g, attrs, types):
+    axis = attrs.get("axis", -1)
+    total = op_call("sum", g, axis=[axis], keepdims=True)
+    return [op_call("subtract", g, op_call("multiply", op_call("exp", out), total))]
+
+
+for _name in ("zeros_like", "ones_like", "zeros", "ones", "round", "floor", "ceil", "sign"):
+    # piecewise-constant (or constant) operators: their inputs get no gradient
+    register_gradient(_name)(lambda args, out, g, attrs, types: [None] * len(args))
