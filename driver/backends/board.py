@@ -20,7 +20,8 @@ import numpy as np
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
 
-__all__ = ["RegisterMap", "Link", "BoardBackend", "ERROR_FIELDS", "MODULE_STATE_BITS"]
+__all__ = ["RegisterMap", "Link", "BoardBackend", "ERROR_FIELDS", "MODULE_STATE_BITS",
+           "describe_error"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class BoardBackend(Backend):
                 time.sleep(self.poll_interval)
         code = link.read_reg(regs.status)
         if code != ErrorCode.NONE:
-            raise self._error(image, code, link.read_reg(regs.err_index))
+            raise describe_error(image, code, link.read_reg(regs.err_index), "the board")
         dram = np.frombuffer(link.read_mem(0, image.dram.size), np.uint8).copy()
         cycles = None
         if link.has_cycle_counter:
@@ -151,22 +152,23 @@ class BoardBackend(Backend):
             parts.append(what + (", waiting for " + " and ".join(waits) if waits else ""))
         return "; ".join(parts)
 
-    def _error(self, image: ProgramImage, code: int, index: int) -> DeviceError:
+
+
+def describe_error(image: ProgramImage, code: int, index: int, who: str) -> DeviceError:
+    """A DeviceError for a hardware error code: names the instruction and the field."""
+    try:
+        code = ErrorCode(code)
+        name = code.name
+    except ValueError:
+        name = f"unknown error code {code}"
+    field = ERROR_FIELDS.get(code, "?")
+    what = ""
+    if 0 <= index < image.insn_count:
+        at = image.insn_addr + 16 * index
+        word = int.from_bytes(image.dram[at:at + 16].tobytes(), "little")
         try:
-            code = ErrorCode(code)
-            name = code.name
-        except ValueError:
-            name = f"unknown error code {code}"
-        field = ERROR_FIELDS.get(code, "?")
-        what = ""
-        if 0 <= index < image.insn_count:
-            word = int.from_bytes(image.dram[image.insn_addr + 16 * index:
-                                             image.insn_addr + 16 * index + 16].tobytes(),
-                                  "little")
-            try:
-                what = f" ({decode(word, image.config)!r})"
-            except IsaError:
-                what = f" (word 0x{word:032x})"
-        return DeviceError(f"instruction {index}{what}: the board stopped with {name}; "
-                           f"check field {field} [{name}]", code=code, index=index,
-                           field=field)
+            what = f" ({decode(word, image.config)!r})"
+        except IsaError:
+            what = f" (word 0x{word:032x})"
+    return DeviceError(f"instruction {index}{what}: {who} stopped with {name}; check field "
+                       f"{field} [{name}]", code=code, index=index, field=field)
