@@ -45,8 +45,18 @@ class SimulationError(RuntimeError):
     def __init__(self, code: ErrorCode, index: int | None, message: str, *,
                  field: str | None = None, value=None):
         self.code, self.index, self.field, self.value = code, index, field, value
-        where = f"instruction {index}: " if index is not None else ""
-        super().__init__(f"{where}{message} [{code.name}]")
+        self.detail = message
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = f"instruction {self.index}: " if self.index is not None else ""
+        return f"{where}{self.detail} [{self.code.name}]"
+
+    def at(self, index: int) -> "SimulationError":
+        """The same error, located at instruction ``index``."""
+        self.index = index
+        self.args = (self._text(),)
+        return self
 
 
 class RaceError(RuntimeError):
@@ -128,9 +138,7 @@ class FunctionalSimulator:
             try:
                 self.execute(insn)
             except SimulationError as exc:
-                exc.index = index
-                exc.args = (f"instruction {index}: {exc.args[0]}",)
-                raise
+                raise exc.at(index) from None
             for flag in ("push_prev", "push_next"):
                 if getattr(insn, flag):
                     queue = dq[flag]
@@ -160,9 +168,7 @@ class FunctionalSimulator:
         try:
             self._check_static(insn)
         except SimulationError as exc:
-            exc.index = index
-            exc.args = (f"instruction {index}: {exc.args[0]}",)
-            raise
+            raise exc.at(index) from None
         return insn
 
     @staticmethod
