@@ -44,7 +44,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<version>\#\[version\s*=\s*"[^"]*"\])
   | (?P<metadata>\#\[metadata\])
-  | (?P<local>%[A-Za-z0-9_]+)
+  | (?P<local>%[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)
   | (?P<global>@[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?)
   | (?P<string>"(?:[^"\\]|\\.)*")
@@ -429,6 +429,18 @@ class _Parser:
                 return scope[name]
         raise self.error(f"unbound variable %{name}", tok)
 
+    def lookup_dotted(self, name, tok):
+        """``%input.1`` may be a variable (TVM keeps PyTorch's dotted names) or ``%x`` projected."""
+        parts = name.split(".")
+        for k in range(len(parts), 0, -1):
+            head = ".".join(parts[:k])
+            if any(head in scope for scope in self.scopes) and all(p.isdigit() for p in parts[k:]):
+                e = self.lookup(head, tok)
+                for p in parts[k:]:
+                    e = TupleGetItem(e, int(p), span=self.span(tok))
+                return e
+        return self.lookup(parts[0] if all(p.isdigit() for p in parts[1:]) else name, tok)
+
     def parse_scope(self):
         """Statements (graph bindings, lets, free_var declarations) followed by a result expression."""
         self.scopes.append({})
@@ -596,7 +608,7 @@ class _Parser:
         sp = self.span(t)
         if t.kind == "local":
             self.pos += 1
-            return self.lookup(t.text[1:], t)
+            return self.lookup_dotted(t.text[1:], t)
         if t.kind == "global":
             self.pos += 1
             gv = GlobalVar(t.text[1:], span=sp)

@@ -120,7 +120,9 @@ class _Printer:
     # -- names
     def var(self, v):
         if v not in self.var_names:
-            base = v.name_hint if _NAME_RE.match(v.name_hint or "") else "v" + re.sub(r"\W", "_", v.name_hint or "")
+            base = re.sub(r"\W", "_", v.name_hint or "")
+            if not _NAME_RE.match(base):
+                base = "v" + base   # numeric names would read as graph temporaries
             name, i = base, 1
             while name in self.taken:
                 name = f"{base}_{i}"

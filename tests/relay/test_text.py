@@ -164,3 +164,16 @@ def test_parse_errors_give_line_and_column(text, line, col, message):
     assert (e.value.line, e.value.column) == (line, col), str(e.value)
     assert message in str(e.value)
     assert str(e.value).startswith(f"bad.rly:{line}:{col}: ")
+
+
+def test_dotted_variable_names_from_tvm_frontends():
+    mod = parse("""
+def @main(%input.1: Tensor[(2), float32], %t: (float32, float32)) {
+  %0 = (%input.1, %input.1);
+  add(%0.1, %t.0)
+}""")
+    out = relay.run(mod, np.array([1, 2], "float32"), (np.float32(10), np.float32(20)))
+    assert out.tolist() == [11, 12]
+    printed = module_to_text(mod)
+    assert "%input_1: Tensor[(2), float32]" in printed
+    assert module_to_text(parse(printed)) == printed
