@@ -1,7 +1,6 @@
 """Analyses over expressions: free variables, bound variables, use counts, post-order."""
 from __future__ import annotations
 
-from .ir import Function, Let, Match, Var
 from .visitor import ExprVisitor, pattern_vars
 
 __all__ = ["free_vars", "bound_vars", "post_order", "all_vars"]

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analysis import post_order
 from .ir import (Call, Clause, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
-                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite, Tuple,
+                 PatternConstructor, PatternTuple, PatternVar, RefCreate, RefRead, RefWrite, Tuple,
                  TupleGetItem, Var, const, op_call)
-from .op.registry import get_op, get_op_attr, register_op_attr
+from .op.registry import get_op_attr, register_op_attr
 from .transform.infer_type import infer_type
 from .transform.normal_form import to_a_normal_form
-from .ty import FuncType, RefType, TensorType, TupleType, TypeCall, TypeVar, UNIT
+from .ty import FuncType, RefType, TensorType, TupleType, TypeCall, UNIT
 
 __all__ = ["gradient", "register_gradient", "GradientError", "dual_type"]
 
@@ -93,6 +92,7 @@ class _Ctx:
         if isinstance(e, GlobalVar):
             return self.global_value(e)
         if isinstance(e, Constructor):
+            self.ad.check_adt(e)
             return e
         if isinstance(e, Let):
             nv = self.bind(e.var, annotate=isinstance(e.value, Function))
@@ -124,6 +124,7 @@ class _Ctx:
         if isinstance(p, PatternVar):
             return PatternVar(self.bind(p.var, annotate=False))
         if isinstance(p, PatternConstructor):
+            self.ad.check_adt(p.constructor)
             return PatternConstructor(p.constructor, tuple(self.pattern(q) for q in p.patterns))
         if isinstance(p, PatternTuple):
             return PatternTuple(tuple(self.pattern(q) for q in p.patterns))
@@ -139,6 +140,7 @@ class _Ctx:
         if isinstance(e.op, GlobalVar):
             return Call(GlobalVar(self.ad.global_name(e.op.name_hint)), [self.bp] + [self.expr(a) for a in e.args])
         if isinstance(e.op, Constructor):
+            self.ad.check_adt(e.op)
             return Call(e.op, [self.expr(a) for a in e.args])
         if not isinstance(e.op, Op):
             return Call(self.expr(e.op), [self.expr(a) for a in e.args])
@@ -187,11 +189,15 @@ class _AD:
         self.mod = infer_type(to_a_normal_form(mod))
         self.names = {}
         self.todo = []
-        for td in self.mod.type_definitions.values():
-            for c in td.constructors:
-                for t in c.inputs:
-                    if any(isinstance(n, TensorType) for n in _types_in(t)):
-                        self.bad_adt = td.header.name
+        # Fields of a concrete tensor type would change type under the transformation.
+        self.concrete_adts = {td.header.name for td in self.mod.type_definitions.values()
+                              for c in td.constructors for t in c.inputs
+                              if any(isinstance(n, TensorType) for n in _types_in(t))}
+
+    def check_adt(self, c):
+        if c.belongs_to.name in self.concrete_adts:
+            raise GradientError(f"cannot differentiate through {c.belongs_to.name}: its constructors have "
+                                f"fields of a concrete tensor type (make them type parameters)")
 
     def global_name(self, name):
         if name not in self.names:

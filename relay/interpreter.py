@@ -5,13 +5,13 @@ Values: ``numpy.ndarray`` for tensors, Python ``tuple`` for tuples, ``Closure`` 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, IRModule, Let, Match, Op,
-                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-                 RefWrite, Tuple, TupleGetItem, Var)
+from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
+                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
+                 Tuple, TupleGetItem, Var)
 from .op.registry import get_op
 
 __all__ = ["Closure", "RefValue", "ConstructorValue", "Interpreter", "evaluate", "run", "RelayRuntimeError",

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from . import ty as _ty
-from .ty import Type, GlobalTypeVar, TypeVar
+from .ty import Type, GlobalTypeVar
 
 __all__ = [
     "Span", "Attrs", "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Function", "Let", "If",

@@ -16,8 +16,7 @@ import numpy as np
 from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, TypeData, Var)
-from .ty import (Any, DimVar, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType,
-                 TypeCall, TypeVar)
+from .ty import FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall, TypeVar
 
 __all__ = ["module_to_text", "expr_to_text", "type_to_text", "scalar_text", "attr_text", "VERSION"]
 
@@ -247,7 +246,6 @@ class _Printer:
         params = [self.var_decl(p) for p in f.params]
         params += [f"{k}={attr_text(v)}" for k, v in f.attrs.items()]
         ret = f" -> {type_to_text(f.ret_type)}" if f.ret_type is not None else ""
-        sep = "" if head.startswith("def") or tp else ""
         return f"{head}{tp}({', '.join(params)}){ret} {self.braces(f.body)}"
 
     # -- module

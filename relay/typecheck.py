@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from .ir import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, Var)
 from .op.registry import NotReady, RelationError, get_op, get_relation
-from .ty import (ANY, Any, DimVar, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType,
-                 Type, TypeCall, TypeVar, UNIT, substitute)
+from .ty import (Any, DimVar, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type,
+                 TypeCall, UNIT, substitute)
 
 __all__ = ["RelayTypeError", "TypeInfo", "check_module", "infer_expr", "short_text"]
 
@@ -407,6 +405,19 @@ class _Checker:
             body = e.ret_type
         return FuncType(tuple(params), body, e.type_params)
 
+    def visit_let(self, e):
+        # Iterative over let chains (ANF programs are long chains).
+        chain = []
+        while isinstance(e, Let) and id(e) not in self.types:
+            chain.append(e)
+            vt = self.bind_var(e.var)
+            self.unify(self.infer(e.value), vt, e.value, f"value bound to %{e.var.name_hint}")
+            e = e.body
+        t = self.infer(e)
+        for node in chain:
+            self.types[id(node)] = (node, t)
+        return t
+
     def visit_if(self, e):
         self.unify(self.infer(e.cond), TensorType((), "bool"), e.cond, "if condition")
         t = self.infer(e.true_branch)
@@ -478,23 +489,6 @@ class _Checker:
                 self.bind_pattern(q, qt, where)
             return
         raise TypeError(f"not a pattern: {p!r}")
-
-
-def _visit_let(self, e):
-    # Iterative over let chains (ANF programs are long chains).
-    chain = []
-    while isinstance(e, Let) and id(e) not in self.types:
-        chain.append(e)
-        vt = self.bind_var(e.var)
-        self.unify(self.infer(e.value), vt, e.value, f"value bound to %{e.var.name_hint}")
-        e = e.body
-    t = self.infer(e)
-    for node in chain:
-        self.types[id(node)] = (node, t)
-    return t
-
-
-_Checker.visit_let = _visit_let
 
 
 def _exhaustive(rows, mod):

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from .ir import (Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, If, Let, Match, Op,
-                 PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-                 RefWrite, Tuple, TupleGetItem, Var, with_fields)
+from .ir import (Clause, Constructor, GlobalVar, Let, Op, PatternConstructor, PatternTuple, PatternVar, Var,
+                 with_fields)
 
 __all__ = ["ExprVisitor", "ExprMutator", "pattern_vars"]
 

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from ..ty import ANY, Any, DimVar, IncompleteType, TensorType, TupleType
+from ..ty import ANY, IncompleteType, TensorType
 from .registry import NotReady, RelationError
 
 __all__ = ["as_tensor", "known", "dim_str", "norm_axis", "norm_axes", "pair", "padding4",

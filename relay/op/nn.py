@@ -1,7 +1,6 @@
 """Neural-network operators: convolution, dense, bias, batch norm, pooling, softmax, pad, dropout."""
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np

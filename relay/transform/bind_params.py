@@ -1,7 +1,7 @@
 """BindParams: turn named parameters of a function into constants."""
 from __future__ import annotations
 
-from ..ir import Constant, Function, IRModule, with_fields
+from ..ir import Constant, IRModule, with_fields
 from ..visitor import ExprMutator
 
 __all__ = ["bind_params"]

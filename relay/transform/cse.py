@@ -1,7 +1,7 @@
 """EliminateCommonSubexpr: share identical operator calls."""
 from __future__ import annotations
 
-from ..ir import Call, Constant, IRModule, Op, TupleGetItem
+from ..ir import Constant, IRModule, Op
 from ..visitor import ExprMutator
 from ._util import map_functions
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..analysis import free_vars, post_order
-from ..ir import GlobalVar, IRModule, Let, with_fields
+from ..ir import GlobalVar, IRModule, with_fields
 from ..visitor import ExprMutator
 from ._util import is_pure, map_functions
 

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from ..interpreter import Interpreter
-from ..ir import Call, Constant, IRModule, Let, Op, Tuple, TupleGetItem, with_fields
-from ..op.registry import get_op
+from ..ir import Constant, IRModule, Op, Tuple, with_fields
 from ..visitor import ExprMutator
 from ._util import map_functions
 
@@ -23,8 +22,6 @@ class _Folder(ExprMutator):
     def visit_call(self, e):
         e = super().visit_call(e)
         if isinstance(e.op, Op) and e.op.name not in self.skip and all(_const(a) for a in e.args):
-            if get_op(e.op.name).num_inputs == 0 and e.op.name in ("zeros", "ones"):
-                pass   # creation ops are folded too: their value is known
             v = self.interp.evaluate(e)
             if isinstance(v, tuple):
                 return Tuple(tuple(Constant(x) for x in v))

@@ -1,7 +1,7 @@
 """FuseOps: group operator calls into primitive functions by operator pattern."""
 from __future__ import annotations
 
-from ..ir import (Attrs, Call, Clause, Constant, Function, If, IRModule, Let, Match, Op, Tuple, TupleGetItem, Var,
+from ..ir import (Attrs, Call, Constant, Function, If, IRModule, Let, Match, Op, Tuple, TupleGetItem, Var,
                   with_fields)
 from ..op.registry import OpPattern, get_op
 from ..visitor import ExprMutator

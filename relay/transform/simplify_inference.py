@@ -1,8 +1,7 @@
 """SimplifyInference: batch_norm and dropout become plain arithmetic for inference."""
 from __future__ import annotations
 
-from ..ir import Call, Constant, IRModule, Op, Tuple, TupleGetItem, op_call
-from ..ty import TensorType
+from ..ir import Call, Constant, IRModule, Op, Tuple, op_call
 from ..visitor import ExprMutator
 from ._util import map_functions
 from .infer_type import infer_type

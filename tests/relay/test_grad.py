@@ -194,6 +194,11 @@ def test_gradient_errors():
         gradient(parse("def @main(%x: int32) { %x }"))
     with pytest.raises(GradientError, match="parameter %f of @main must be a tensor"):
         gradient(parse("def @main(%f: fn (float32) -> float32) -> float32 { %f(1f) }"))
+    boxed = parse("""
+type Box { MkBox(Tensor[(2), float64]), }
+def @main(%x: Tensor[(2), float64]) -> float64 { match (MkBox(%x)) { MkBox(%y) => sum(%y) } }""")
+    with pytest.raises(GradientError, match="cannot differentiate through Box"):
+        gradient(boxed)
 
 
 def test_rules_exist_for_the_differentiable_elementwise_and_shape_operators():
