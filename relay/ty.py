@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 __all__ = [
-    "Type", "Any", "ANY", "DimVar", "TensorType", "TupleType", "FuncType", "RefType", "TypeVar",
+    "Type", "Any", "ANY", "TensorType", "TupleType", "FuncType", "RefType", "TypeVar",
     "IncompleteType", "GlobalTypeVar", "TypeCall", "scalar_type", "UNIT", "DTYPES", "check_dtype",
     "free_type_vars", "substitute",
 ]
@@ -45,22 +45,9 @@ class Any:
 
 ANY = Any()
 
-_dim_ids = itertools.count()
-
-
-@dataclass(frozen=True, eq=False)
-class DimVar:
-    """A dimension hole created by inference; solved by unification."""
-
-    id: int = field(default_factory=lambda: next(_dim_ids))
-
-    def __repr__(self):
-        return f"?d{self.id}"
-
-
 @dataclass(frozen=True, eq=True, repr=False)
 class TensorType(Type):
-    """A tensor of ``dtype`` elements; each dimension is an ``int``, ``ANY`` or a ``DimVar``."""
+    """A tensor of ``dtype`` elements; each dimension is an ``int`` or ``ANY`` (unknown)."""
 
     shape: tuple
     dtype: str = "float32"
@@ -70,8 +57,8 @@ class TensorType(Type):
             int(d) if isinstance(d, (int, np.integer)) else d for d in self.shape))
         check_dtype(self.dtype)
         for d in self.shape:
-            if not isinstance(d, (int, Any, DimVar)):
-                raise TypeError(f"tensor dimension must be int, ANY or DimVar, not {d!r}")
+            if not isinstance(d, (int, Any)):
+                raise TypeError(f"tensor dimension must be an int or ANY, not {d!r}")
 
     @property
     def ndim(self):

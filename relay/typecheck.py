@@ -15,7 +15,7 @@ from .ir import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, IRM
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, Var)
 from .op.registry import NotReady, RelationError, get_op, get_relation
-from .ty import (Any, DimVar, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type,
+from .ty import (Any, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type,
                  TypeCall, UNIT, substitute)
 
 __all__ = ["RelayTypeError", "TypeInfo", "check_module", "infer_expr", "short_text"]
@@ -84,14 +84,14 @@ class _Mismatch(Exception):
 
 
 class _Solver:
-    """Union-find substitution over type holes and dimension variables."""
+    """Union-find substitution over type holes."""
 
     def __init__(self):
         self.sub = {}
 
     def find(self, t):
         path = []
-        while (isinstance(t, (IncompleteType, DimVar))) and t in self.sub:
+        while isinstance(t, IncompleteType) and t in self.sub:
             path.append(t)
             t = self.sub[t]
         for p in path[:-1]:
@@ -103,8 +103,6 @@ class _Solver:
     def resolve(self, t):
         t = self.find(t)
         if isinstance(t, TensorType):
-            if any(isinstance(d, DimVar) for d in t.shape):
-                return TensorType(tuple(self.find(d) for d in t.shape), t.dtype)
             return t
         if isinstance(t, TupleType):
             return TupleType(tuple(self.resolve(f) for f in t.fields))
@@ -130,18 +128,11 @@ class _Solver:
             return any(self._occurs(h, a) for a in t.args)
         return False
 
-    def unify_dim(self, a, b):
-        a, b = self.find(a), self.find(b)
-        if a is b or a == b:
-            return
-        if isinstance(a, DimVar):
-            self.sub[a] = b
-        elif isinstance(b, DimVar):
-            self.sub[b] = a
-        elif isinstance(a, Any) or isinstance(b, Any):
+    @staticmethod
+    def unify_dim(a, b):
+        if a == b or isinstance(a, Any) or isinstance(b, Any):
             return   # an unknown dimension is compatible with every dimension
-        else:
-            raise _Mismatch(f"dimension {a} does not match {b}")
+        raise _Mismatch(f"dimension {a} does not match {b}")
 
     def unify(self, a, b):
         a, b = self.find(a), self.find(b)
