@@ -15,7 +15,7 @@ import numpy as np
 from .ir import (Call, Clause, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, RefCreate, RefRead, RefWrite, Tuple,
                  TupleGetItem, Var, const, op_call)
-from .op.registry import get_op_attr, register_op_attr
+from .op.registry import get_op, get_op_attr, register_op_attr
 from .transform.infer_type import infer_type
 from .transform.normal_form import to_a_normal_form
 from .ty import FuncType, RefType, TensorType, TupleType, TypeCall, UNIT
@@ -167,7 +167,7 @@ class _Ctx:
             if rule is None:
                 raise GradientError(f"no gradient rule for operator {e.op.name}")
             gv = Var("grad")
-            grads = rule(prims, v, gv, e.attrs, arg_types)
+            grads = rule(prims, v, gv, get_op(e.op.name).normalize_attrs(e.attrs), arg_types)
             writes = []
             for d, gi, t in zip(duals, grads, arg_types):
                 if gi is not None and _is_float(t):
@@ -331,6 +331,33 @@ def _sqrt_grad(args, out, g, attrs, types):
     return [op_call("divide", g, op_call("add", out, out))]
 
 
+@register_gradient("rsqrt")
+def _rsqrt_grad(args, out, g, attrs, types):
+    # d/dx x^(-1/2) = -1/2 * out^3
+    half = const(np.asarray(-0.5, types[0].dtype))
+    return [op_call("multiply", g, op_call("multiply", half, op_call("multiply", out, op_call("multiply", out, out))))]
+
+
+@register_gradient("abs")
+def _abs_grad(args, out, g, attrs, types):
+    return [op_call("multiply", g, op_call("sign", args[0]))]
+
+
+@register_gradient("power")
+def _power_grad(args, out, g, attrs, types):
+    x, y = args
+    dx = op_call("multiply", g, op_call("multiply", y, op_call("divide", out, x)))
+    dy = op_call("multiply", g, op_call("multiply", out, op_call("log", x)))
+    return [_csl(dx, x), _csl(dy, y)]
+
+
+@register_gradient("nn.leaky_relu")
+def _leaky_relu_grad(args, out, g, attrs, types):
+    x = args[0]
+    alpha = const(np.asarray(attrs["alpha"], types[0].dtype))
+    return [op_call("where", op_call("greater", x, _zeros(x)), g, op_call("multiply", g, alpha))]
+
+
 @register_gradient("tanh")
 def _tanh_grad(args, out, g, attrs, types):
     return [op_call("multiply", g, op_call("subtract", op_call("ones_like", out), op_call("multiply", out, out)))]
@@ -471,3 +498,42 @@ def _log_softmax_grad(args, out, g, attrs, types):
 for _name in ("zeros_like", "ones_like", "zeros", "ones", "round", "floor", "ceil", "sign"):
     # piecewise-constant (or constant) operators: their inputs get no gradient
     register_gradient(_name)(lambda args, out, g, attrs, types: [None] * len(args))
+
+
+def _conv_attrs(attrs):
+    return {k: attrs.get(k, d) for k, d in (("strides", (1, 1)), ("padding", (0, 0)), ("dilation", (1, 1)),
+                                            ("groups", 1))}
+
+
+@register_gradient("nn.conv2d")
+def _conv2d_grad(args, out, g, attrs, types):
+    x, w = args
+    if attrs.get("data_layout", "NCHW") != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW" \
+            or attrs.get("out_dtype"):
+        raise GradientError("the nn.conv2d gradient supports NCHW/OIHW without out_dtype")
+    a = _conv_attrs(attrs)
+    return [op_call("nn.conv2d_grad_data", g, w, x, **a), op_call("nn.conv2d_grad_weight", g, x, w, **a)]
+
+
+def _pool_grad(kind):
+    def rule(args, out, g, attrs, types):
+        if attrs.get("layout", "NCHW") != "NCHW":
+            raise GradientError(f"the nn.{kind}_pool2d gradient supports NCHW only")
+        keys = ("pool_size", "strides", "dilation", "padding", "ceil_mode") + (
+            ("count_include_pad",) if kind == "avg" else ())
+        a = {k: attrs[k] for k in keys if k in attrs}
+        return [op_call("nn.pool2d_grad", g, out, args[0], pool_type=kind, **a)]
+    return rule
+
+
+register_gradient("nn.max_pool2d")(_pool_grad("max"))
+register_gradient("nn.avg_pool2d")(_pool_grad("avg"))
+
+
+@register_gradient("nn.global_avg_pool2d")
+def _global_avg_pool_grad(args, out, g, attrs, types):
+    t = types[0]
+    if attrs.get("layout", "NCHW") != "NCHW":
+        raise GradientError("the nn.global_avg_pool2d gradient supports NCHW only")
+    scale = const(np.asarray(1.0 / (t.shape[2] * t.shape[3]), t.dtype))
+    return [op_call("broadcast_to_like", op_call("multiply", g, scale), args[0])]

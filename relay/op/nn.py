@@ -420,3 +420,107 @@ def _pad(args, attrs):
     if attrs["pad_mode"] == "constant":
         return np.pad(x, pw, constant_values=np.asarray(value).astype(x.dtype))
     return np.pad(x, pw, mode=attrs["pad_mode"])
+
+
+# ---------------------------------------------------------------- gradients of conv2d and pooling
+# Kernels used by the gradient rules in ``relay.grad`` (NCHW / OIHW only).
+
+
+@relation("LikeLast")
+def like_last_rel(args, attrs):
+    """The output has the type of the last argument (a gradient has the type of its primal)."""
+    for i, t in enumerate(args[:-1]):
+        as_tensor(t, f"argument {i}")
+    return as_tensor(args[-1], "like")
+
+
+def _conv_geometry(attrs, w_shape):
+    return (pair(attrs["strides"], "strides"), padding4(attrs["padding"]), pair(attrs["dilation"], "dilation"),
+            attrs["groups"], w_shape)
+
+
+_CONV_GRAD_ATTRS = {"strides": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1}
+
+
+@register_op("nn.conv2d_grad_data", num_inputs=3, relation="LikeLast", pattern=OpPattern.OPAQUE,
+             attrs=_CONV_GRAD_ATTRS)
+def _conv2d_grad_data(args, attrs):
+    """The gradient of an NCHW conv2d with respect to its data: (grad_out, weight, data)."""
+    g, w, x = args
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), groups, _ = _conv_geometry(attrs, w.shape)
+    n, c, h, wd = x.shape
+    o, ig, kh, kw = w.shape
+    oh, ow = g.shape[2], g.shape[3]
+    og = o // groups
+    dx = np.zeros((n, c, h + pt + pb, wd + pl + pr), np.float64)
+    for grp in range(groups):
+        gg = g[:, grp * og:(grp + 1) * og].astype(np.float64)
+        for p in range(kh):
+            for q in range(kw):
+                contrib = np.einsum("noij,oc->ncij", gg, w[grp * og:(grp + 1) * og, :, p, q].astype(np.float64))
+                dx[:, grp * ig:(grp + 1) * ig, p * dh:p * dh + sh * (oh - 1) + 1:sh,
+                   q * dw:q * dw + sw * (ow - 1) + 1:sw] += contrib
+    return dx[:, :, pt:pt + h, pl:pl + wd].astype(x.dtype)
+
+
+@register_op("nn.conv2d_grad_weight", num_inputs=3, relation="LikeLast", pattern=OpPattern.OPAQUE,
+             attrs=_CONV_GRAD_ATTRS)
+def _conv2d_grad_weight(args, attrs):
+    """The gradient of an NCHW conv2d with respect to its weight: (grad_out, data, weight)."""
+    g, x, w = args
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), groups, _ = _conv_geometry(attrs, w.shape)
+    o, ig, kh, kw = w.shape
+    oh, ow = g.shape[2], g.shape[3]
+    og = o // groups
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    dw_ = np.zeros(w.shape, np.float64)
+    for grp in range(groups):
+        gg = g[:, grp * og:(grp + 1) * og].astype(np.float64)
+        for p in range(kh):
+            for q in range(kw):
+                xs = xp[:, grp * ig:(grp + 1) * ig, p * dh:p * dh + sh * (oh - 1) + 1:sh,
+                        q * dw:q * dw + sw * (ow - 1) + 1:sw]
+                dw_[grp * og:(grp + 1) * og, :, p, q] = np.einsum("noij,ncij->oc", gg, xs)
+    return dw_.astype(w.dtype)
+
+
+@register_op("nn.pool2d_grad", num_inputs=3, relation="LikeLast", pattern=OpPattern.OPAQUE,
+             attrs=dict(_POOL_ATTRS, count_include_pad=False, pool_type="max"))
+def _pool2d_grad(args, attrs):
+    """The gradient of NCHW max or average pooling: (grad_out, out, data).  Max pooling sends
+    each output gradient to the first maximal input of its window."""
+    g, out, x = args
+    kh, kw = pair(attrs["pool_size"], "pool_size")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+    n, c, h, w = x.shape
+    oh, ow = g.shape[2], g.shape[3]
+    big = (oh - 1) * sh + dh * (kh - 1) + 1, (ow - 1) * sw + dw * (kw - 1) + 1
+    ph, pw = max(big[0], h + pt + pb), max(big[1], w + pl + pr)
+    fill = -np.inf if attrs["pool_type"] == "max" else 0.0
+    xp = np.full((n, c, ph, pw), fill)
+    xp[:, :, pt:pt + h, pl:pl + w] = x
+    dx = np.zeros((n, c, ph, pw))
+    if attrs["pool_type"] == "avg":
+        valid = np.zeros((ph, pw))
+        if attrs["count_include_pad"]:
+            valid[:h + pt + pb, :w + pl + pr] = 1
+        else:
+            valid[pt:pt + h, pl:pl + w] = 1
+    taken = np.zeros((n, c, oh, ow), bool)
+    for p in range(kh):
+        for q in range(kw):
+            rows = slice(p * dh, p * dh + sh * (oh - 1) + 1, sh)
+            cols = slice(q * dw, q * dw + sw * (ow - 1) + 1, sw)
+            if attrs["pool_type"] == "max":
+                hit = (xp[:, :, rows, cols] == out) & ~taken
+                taken |= hit
+                dx[:, :, rows, cols] += np.where(hit, g, 0)
+            else:
+                count = np.zeros((oh, ow))
+                for a in range(kh):
+                    for b in range(kw):
+                        count += valid[a * dh:a * dh + sh * (oh - 1) + 1:sh, b * dw:b * dw + sw * (ow - 1) + 1:sw]
+                dx[:, :, rows, cols] += g / count * valid[rows, cols]
+    return dx[:, :, pt:pt + h, pl:pl + w].astype(x.dtype)

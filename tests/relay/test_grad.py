@@ -44,7 +44,7 @@ def f64(shape, lo=-1.0, hi=1.0):
     return RNG.uniform(lo, hi, shape).astype("float64")
 
 
-UNARY = ["negative", "copy", "exp", "tanh", "sigmoid", "nn.relu"]
+UNARY = ["negative", "copy", "exp", "tanh", "sigmoid", "nn.relu", "nn.leaky_relu", "abs"]
 
 
 @pytest.mark.parametrize("op", UNARY)
@@ -53,16 +53,16 @@ def test_unary_rules(op):
     check_gradient(mod, [f64((2, 3))])
 
 
-@pytest.mark.parametrize("op", ["log", "sqrt"])
+@pytest.mark.parametrize("op", ["log", "sqrt", "rsqrt"])
 def test_positive_domain_rules(op):
     mod = parse(f"def @main(%x: Tensor[(4), float64]) -> Tensor[(4), float64] {{ {op}(%x) }}")
     check_gradient(mod, [f64((4,), 0.5, 2.0)])
 
 
-@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power"])
 def test_broadcasting_binary_rules(op):
     mod = parse(f"def @main(%x: Tensor[(2, 3), float64], %y: Tensor[(3), float64]) {{ {op}(%x, %y) }}")
-    x, y = f64((2, 3)), f64((3,), 0.5, 1.5)
+    x, y = f64((2, 3), 0.5 if op == "power" else -1.0, 1.5), f64((3,), 0.5, 1.5)
     check_gradient(mod, [x, y])
 
 
@@ -89,6 +89,45 @@ def test_cast_rule():
     _, (dx,) = relay.run(gradient(mod), x, name="main_grad")
     assert dx.dtype == np.float64
     np.testing.assert_allclose(dx, 2 * x, rtol=1e-6)
+
+
+def test_cnn_rules():
+    mod = parse("""
+def @main(%x: Tensor[(2, 4, 7, 6), float64], %w: Tensor[(6, 2, 3, 3), float64]) -> float64 {
+  %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 2, 0, 1], dilation=[1, 2], groups=2);
+  %1 = nn.max_pool2d(%0, pool_size=[2, 2], strides=[1, 2], padding=[1, 0, 0, 1]);
+  %2 = nn.avg_pool2d(%0, pool_size=[3, 2], padding=[1, 1, 1, 1], count_include_pad=True);
+  %3 = nn.global_avg_pool2d(%0);
+  sum(%1 * %1) + sum(%2 * %2) + sum(%3)
+}""")
+    check_gradient(mod, [f64((2, 4, 7, 6)), f64((6, 2, 3, 3))], rtol=1e-5, atol=1e-6)
+
+
+def test_resnet18_gradient():
+    from relay import transform as T, zoo
+    from relay.ir import Call, Function, GlobalVar, Var, op_call
+    mod, params = zoo.resnet18(image_shape=(3, 32, 32), classes=4, dtype="float64")
+    inference = T.simplify_inference(mod)   # batch_norm has no gradient rule: use its inference form
+    main = inference["main"]
+    ps = [Var(p.name_hint, p.type_annotation) for p in main.params]
+    out = Call(GlobalVar("main"), ps)
+    target = relay.const(np.array([[1.0, -2.0, 3.0, -4.0]]))
+    loss = inference.with_function("loss", Function(ps, op_call("sum", op_call("multiply", out, target))))
+    g = gradient(loss, "loss")
+    args = [RNG.standard_normal((1, 3, 32, 32))] + list(params.values())
+    value, grads = relay.run(g, *args, name="loss_grad")
+    assert len(grads) == len(args) and all(d.shape == a.shape for d, a in zip(grads, args))
+    eps = 1e-6
+    names = ["data"] + list(params)
+    for name, idx in [("data", (0, 1, 5, 7)), ("conv0_weight", (3, 2, 1, 4)), ("stage2_unit1_conv1_weight",
+                      (5, 7, 1, 1)), ("stage1_unit2_conv2_bn_beta", (9,)), ("fc_weight", (2, 100))]:
+        i = names.index(name)
+        plus = [a.copy() for a in args]
+        minus = [a.copy() for a in args]
+        plus[i][idx] += eps
+        minus[i][idx] -= eps
+        num = (relay.run(loss, *plus, name="loss") - relay.run(loss, *minus, name="loss")) / (2 * eps)
+        np.testing.assert_allclose(grads[i][idx], num, rtol=1e-5, atol=1e-9)
 
 
 def test_control_flow():
@@ -186,10 +225,17 @@ def @main(%x: Tensor[(3), float64], %w: Tensor[(3), float64]) -> float64 {
 
 
 def test_gradient_errors():
-    conv = parse("def @main(%x: Tensor[(1, 1, 3, 3), float32], %w: Tensor[(1, 1, 1, 1), float32]) "
-                 "{ sum(nn.conv2d(%x, %w)) }")
-    with pytest.raises(GradientError, match="no gradient rule for operator nn.conv2d"):
-        gradient(conv)
+    cat = parse("def @main(%x: Tensor[(2), float32]) { sum(concatenate((%x, %x))) }")
+    with pytest.raises(GradientError, match="no gradient rule for operator concatenate"):
+        gradient(cat)
+    bn = parse("def @main(%x: Tensor[(1, 2), float32], %v: Tensor[(2), float32]) "
+               "{ sum(nn.batch_norm(%x, %v, %v, %v, %v).0) }")
+    with pytest.raises(GradientError, match="run simplify_inference first"):
+        gradient(bn)
+    packed = parse("def @main(%x: Tensor[(1, 1, 2, 2, 1, 16), float32], %w: Tensor[(1, 1, 1, 1, 16, 16), float32]) "
+                   '{ sum(nn.conv2d(%x, %w, data_layout="NCHW1n16c", kernel_layout="OIHW16o16i")) }')
+    with pytest.raises(GradientError, match="supports NCHW/OIHW"):
+        gradient(packed)
     with pytest.raises(GradientError, match="must return a float tensor"):
         gradient(parse("def @main(%x: int32) { %x }"))
     with pytest.raises(GradientError, match="parameter %f of @main must be a tensor"):

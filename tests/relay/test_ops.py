@@ -493,3 +493,38 @@ def test_reshape_and_transpose_relations_agree_with_numpy(shape, data):
     newshape = [-1] + list(shape[k + 1:])
     t, out = run_op("reshape", [x], newshape=newshape)
     assert out.shape == x.reshape(newshape).shape == t.shape
+
+
+# ------------------------------------------------------------------ gradient kernels
+
+covers("nn.conv2d_grad_data", "nn.conv2d_grad_weight", "nn.pool2d_grad")
+
+
+def test_conv2d_grad_kernels_are_adjoints():
+    x, w = rand((2, 4, 7, 6), "float64"), rand((6, 2, 3, 3), "float64")
+    attrs = dict(strides=(2, 1), padding=(1, 2, 0, 1), dilation=(1, 2), groups=2)
+    y = conv_loops(x, w, attrs["strides"], attrs["padding"], attrs["dilation"], 2)
+    g = rand(y.shape, "float64")
+    t, dx = run_op("nn.conv2d_grad_data", [g, w, x], **attrs)
+    assert t == T(x.shape, "float64")
+    # <conv(x, w), g> == <x, dL/dx> == <w, dL/dw> for the linear map
+    np.testing.assert_allclose(np.sum(y * g), np.sum(x * dx), rtol=1e-10)
+    _, dw = run_op("nn.conv2d_grad_weight", [g, x, w], **attrs)
+    np.testing.assert_allclose(np.sum(y * g), np.sum(w * dw), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool2d_grad_kernel(kind):
+    x = rand((1, 2, 5, 5), "float64")
+    attrs = dict(pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1))
+    _, y = run_op(f"nn.{kind}_pool2d", [x], **attrs)
+    g = rand(y.shape, "float64")
+    _, dx = run_op("nn.pool2d_grad", [g, y, x], pool_type=kind, **attrs)
+    eps = 1e-6
+    for idx in [(0, 0, 0, 0), (0, 1, 2, 3), (0, 0, 4, 4), (0, 1, 1, 2)]:
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += eps
+        xm[idx] -= eps
+        num = (np.sum(run_op(f"nn.{kind}_pool2d", [xp], **attrs)[1] * g)
+               - np.sum(run_op(f"nn.{kind}_pool2d", [xm], **attrs)[1] * g)) / (2 * eps)
+        np.testing.assert_allclose(dx[idx], num, rtol=1e-5, atol=1e-8)
