@@ -35,7 +35,7 @@ def _add_commands(p):
                        description="Parse FILE, infer every type, and print one line per global function "
                                    "defined in FILE: '@name: <type>'. Exits with status 1 and the error "
                                    "(with line and column) if parsing or type checking fails.")
-    c.add_argument("file", type=Path, help="Relay text file (.rly)")
+    c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.set_defaults(relay_func=_check)
 
@@ -43,7 +43,7 @@ def _add_commands(p):
                        description="Parse FILE and print it in graph form (every operator call bound "
                                    "to a temporary), followed by the metadata section if the program "
                                    "has tensor constants. Only FILE's own definitions are printed.")
-    c.add_argument("file", type=Path, help="Relay text file (.rly)")
+    c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.add_argument("-o", "--out", type=Path, help="write to this file instead of standard output")
     c.set_defaults(relay_func=_print)
@@ -52,8 +52,10 @@ def _add_commands(p):
                        description="Type-check FILE and call @main with the given inputs. Each input "
                                    "is NAME=ARRAY.npy, where NAME is a parameter of @main (without %). "
                                    "The outputs are saved in an .npz file as output_0, output_1, ... "
-                                   "(a tuple result gives one output per field, flattened).")
-    c.add_argument("file", type=Path, help="Relay text file (.rly)")
+                                   "(a tuple result gives one output per field, flattened).",
+                       epilog="example: vta relay run net.rly --input data=image.npy --out result.npz",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a parameter of @main and the .npy file holding its value (repeatable)")
     c.add_argument("--out", "-o", type=Path, required=True, help="where to write the outputs (.npz)")
