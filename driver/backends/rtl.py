@@ -68,7 +68,7 @@ def build_harness(cfg: VTAConfig, *, verbose: bool = False) -> Path:
     source = HARNESS_SOURCE.read_text()
     digest = hashlib.sha256("\0".join([verilog, source, repr(VERILATOR_ARGS + MAKE_ARGS)])
                             .encode()).hexdigest()[:12]
-    folder = REPO_ROOT / "build" / "driver-rtl" / f"{cfg.name}-{digest}"
+    folder = REPO_ROOT / "build" / "driver-rtl" / f"{cfg.key}-b{cfg.bus_width}-{digest}"
     exe = folder / "vta_rtl"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as lock:

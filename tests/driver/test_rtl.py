@@ -1,0 +1,47 @@
+"""The rtl backend (Verilated core + C++ memory model); skipped where it cannot be built."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from driver import BackendUnavailable, Device, DeviceError, DeviceTimeout, Loop, Uop, gemm_kernel
+from driver.cli import EXIT_OK, main
+from isa.errors import ErrorCode
+
+from .test_stream import deadlocked_stream
+
+try:
+    from driver.backends.rtl import RtlBackend
+    RtlBackend.check_available()
+except (ImportError, BackendUnavailable) as exc:
+    pytest.skip(f"rtl backend unavailable: {exc}", allow_module_level=True)
+
+VECTORS = sorted(Path("/work/shared/conformance/vectors").glob("small-*.in.npz"))
+
+
+def test_cycle_budget_ends_in_a_timeout_naming_the_busy_module():
+    dev = Device("small", RtlBackend(max_cycles=2000), dram_bytes=1 << 20)
+    s = dev.stream()
+    kernel = gemm_kernel([Uop(0, 0, 0)], [Loop(100), Loop(100)])
+    s.gemm(kernel)
+    with pytest.raises(DeviceTimeout, match=r"did not finish within 2000 cycles .*compute busy"):
+        s.synchronize()
+
+
+def test_deadlock_is_an_error_of_the_core():
+    dev = Device("small", "rtl", dram_bytes=1 << 20)
+    with pytest.raises(DeviceError, match=r"instruction \d+ .*DEADLOCK") as info:
+        deadlocked_stream(dev).synchronize()
+    assert info.value.code == ErrorCode.DEADLOCK
+
+
+@pytest.mark.skipif(not VECTORS, reason="the shared conformance vectors are not here")
+def test_vta_run_rtl_reports_cycles(tmp_path):
+    image = VECTORS[0]
+    out = tmp_path / "r.npz"
+    assert main(["run", str(image), "--backend", "rtl", "--out", str(out)]) == EXIT_OK
+    result = np.load(out)
+    expected = np.load(str(image).replace(".in.npz", ".expect.npz"))
+    assert np.array_equal(result["dram"], expected["dram"])
+    assert int(result["cycles"]) > 0 and int(result["compute_busy"]) > 0
