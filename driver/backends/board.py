@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from isa.encoding import IsaError, decode
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
-
-import numpy as np
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
 
