@@ -24,14 +24,15 @@ from isa.image import ProgramImage
 from isa.layout import uop_layout
 
 __all__ = ["FunctionalSimulator", "FunctionalResult", "SimulationError", "RaceError",
-           "run_image", "find_race", "SCHEDULES", "MODULES", "QUEUES"]
+           "run_image", "find_race", "check_fields", "alu_op", "SCHEDULES", "MODULES",
+           "QUEUES", "DEP_QUEUES"]
 
 MODULES = ("load", "compute", "store")
 # Token queues: name -> (producer, consumer).
 QUEUES = {"l2g": ("load", "compute"), "g2l": ("compute", "load"),
           "g2s": ("compute", "store"), "s2g": ("store", "compute")}
 # For each module, which queue each dependency flag refers to (None: must be zero).
-_DEP_QUEUES = {
+DEP_QUEUES = {
     "load": {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
     "compute": {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
     "store": {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
@@ -100,135 +101,116 @@ class FunctionalSimulator:
     def run(self, insn_addr: int, insn_count: int, *, schedule: str = "in-order",
             seed: int = 0) -> bool:
         """Execute one launch; returns when FINISH has executed. Raises SimulationError."""
+        self.launch(insn_addr, insn_count, schedule=schedule, seed=seed)
+        while not self.step():
+            pass
+        return True
+
+    def launch(self, insn_addr: int, insn_count: int, *, schedule: str = "in-order",
+               seed: int = 0) -> None:
+        """Start a launch: empty command queues, no tokens, fetch at ``insn_addr``."""
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; choose from {', '.join(SCHEDULES)}")
-        rng = random.Random(seed)
         words = self.dram[insn_addr:insn_addr + 16 * insn_count]
         if words.size < 16 * insn_count:
             raise SimulationError(ErrorCode.DRAM_RANGE, None,
                                   f"the instruction stream at {insn_addr} ({insn_count} "
                                   f"instructions) runs past the end of DRAM ({self.dram.size} "
                                   f"bytes)", field="insn_addr", value=insn_addr)
-        words = words.view("<u8").reshape(-1, 2)
-        queues = {m: deque() for m in MODULES}
-        tokens = dict.fromkeys(QUEUES, 0)
-        fetched, pending = 0, None
-        depth = self.cfg.cmd_queue_depth
-        while True:
-            # Fetch dispatches in program order while the target queue has room.
-            while fetched < insn_count:
-                if pending is None:
-                    word = int(words[fetched, 0]) | (int(words[fetched, 1]) << 64)
-                    pending = self._decode(word, fetched)
-                module = module_of(pending)
-                if len(queues[module]) >= depth:
-                    break
-                queues[module].append((fetched, pending))
-                fetched, pending = fetched + 1, None
-            ready = [m for m in MODULES if queues[m] and self._can_start(m, queues[m][0][1],
-                                                                           tokens)]
-            if not ready:
-                self._stuck(queues, tokens, fetched, insn_count)
-            module = self._pick(ready, queues, schedule, rng)
-            index, insn = queues[module].popleft()
-            dq = _DEP_QUEUES[module]
-            for flag in ("pop_prev", "pop_next"):
-                if getattr(insn, flag):
-                    tokens[dq[flag]] -= 1
-            try:
-                self.execute(insn)
-            except SimulationError as exc:
-                raise exc.at(index) from None
-            for flag in ("push_prev", "push_next"):
-                if getattr(insn, flag):
-                    queue = dq[flag]
-                    if tokens[queue] >= self.cfg.token_queue_depth:
-                        raise SimulationError(
-                            ErrorCode.TOKEN_OVERFLOW, index,
-                            f"{flag} on {module}: queue {queue} already holds "
-                            f"{tokens[queue]} tokens (TOKEN_QUEUE_DEPTH = "
-                            f"{self.cfg.token_queue_depth})", field=flag, value=tokens[queue])
-                    tokens[queue] += 1
-            if isinstance(insn, Finish):
-                self.tokens = tokens
-                return True
+        self._words = words.view("<u8").reshape(-1, 2)
+        self._schedule, self._rng = schedule, random.Random(seed)
+        self.insn_count, self.fetched, self._pending = insn_count, 0, None
+        self.queues = {m: deque() for m in MODULES}
+        self.tokens = dict.fromkeys(QUEUES, 0)
+        self.finished = False
+
+    def _fetch(self) -> None:
+        """Dispatch in program order while the target command queue has room."""
+        while self.fetched < self.insn_count:
+            if self._pending is None:
+                word = int(self._words[self.fetched, 0]) | (int(self._words[self.fetched, 1]) << 64)
+                self._pending = self._decode(word, self.fetched)
+            queue = self.queues[module_of(self._pending)]
+            if len(queue) >= self.cfg.cmd_queue_depth:
+                return
+            queue.append((self.fetched, self._pending))
+            self.fetched, self._pending = self.fetched + 1, None
+
+    def waiting(self, module: str) -> list[str]:
+        """The pop flags on which the head instruction of ``module`` waits for a token."""
+        if not self.queues[module]:
+            return []
+        insn, dq = self.queues[module][0][1], DEP_QUEUES[module]
+        return [flag for flag in ("pop_prev", "pop_next")
+                if getattr(insn, flag) and self.tokens[dq[flag]] == 0]
+
+    def ready(self) -> list[str]:
+        """Modules whose head instruction can start now (after fetching what fits)."""
+        self._fetch()
+        return [m for m in MODULES if self.queues[m] and not self.waiting(m)]
+
+    def step(self) -> bool:
+        """Execute one instruction of a ready module; True once FINISH has executed.
+
+        Raises SimulationError for an error in the program, including a deadlock or a missing
+        FINISH when no module can go on.
+        """
+        ready = self.ready()
+        if not ready:
+            self._stuck()
+        module = self._pick(ready)
+        index, insn = self.queues[module].popleft()
+        dq, tokens = DEP_QUEUES[module], self.tokens
+        for flag in ("pop_prev", "pop_next"):
+            if getattr(insn, flag):
+                tokens[dq[flag]] -= 1
+        try:
+            self.execute(insn)
+        except SimulationError as exc:
+            raise exc.at(index) from None
+        for flag in ("push_prev", "push_next"):
+            if getattr(insn, flag):
+                queue = dq[flag]
+                if tokens[queue] >= self.cfg.token_queue_depth:
+                    raise SimulationError(
+                        ErrorCode.TOKEN_OVERFLOW, index,
+                        f"{flag} on {module}: queue {queue} already holds {tokens[queue]} "
+                        f"tokens (TOKEN_QUEUE_DEPTH = {self.cfg.token_queue_depth})",
+                        field=flag, value=tokens[queue])
+                tokens[queue] += 1
+        self.finished = isinstance(insn, Finish)
+        return self.finished
 
     def _decode(self, word: int, index: int) -> Instruction:
+        """Decode at dispatch, with the errors that the fields alone reveal."""
         try:
             insn = decode(word, self.cfg)
         except IsaError as exc:
             raise SimulationError(ErrorCode.ILLEGAL_OPCODE, index, exc.detail,
                                   field=exc.field, value=exc.value) from None
         module = module_of(insn)
-        for flag, queue in _DEP_QUEUES[module].items():
+        for flag, queue in DEP_QUEUES[module].items():
             if queue is None and getattr(insn, flag):
                 raise SimulationError(ErrorCode.ILLEGAL_DEP_FLAG, index,
                                       f"{flag} must be 0 on a {module}-module instruction "
                                       f"({insn.opcode.name})", field=flag, value=1)
         try:
-            self._check_static(insn)
+            check_fields(insn)
         except SimulationError as exc:
             raise exc.at(index) from None
         return insn
 
-    @staticmethod
-    def _check_static(insn: Instruction) -> None:
-        """The errors that the fields alone reveal (checked at dispatch)."""
-        if isinstance(insn, Load):
-            if insn.memory_type not in (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC,
-                                        MemType.ACC_8BIT):
-                raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
-                                      f"LOAD of memory_type {insn.memory_type} (legal: 0 UOP, "
-                                      f"1 WGT, 2 INP, 3 ACC, 5 ACC_8BIT)",
-                                      field="memory_type", value=insn.memory_type)
-        elif isinstance(insn, Store):
-            if insn.x_size == 0:
-                return
-            if insn.memory_type != MemType.OUT:
-                raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
-                                      f"STORE of memory_type {insn.memory_type} (only 4 OUT can "
-                                      f"be stored)", field="memory_type",
-                                      value=insn.memory_type)
-            for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
-                if getattr(insn, pad):
-                    raise SimulationError(ErrorCode.STORE_PADDING, None,
-                                          f"STORE cannot pad: {pad} = {getattr(insn, pad)}",
-                                          field=pad, value=getattr(insn, pad))
-        elif isinstance(insn, (Gemm, Alu)):
-            if isinstance(insn, Alu) and insn.alu_opcode not in AluOp.__members__.values():
-                raise SimulationError(ErrorCode.ILLEGAL_ALU_OPCODE, None,
-                                      f"illegal alu_opcode {insn.alu_opcode} (legal: 0 MIN, "
-                                      f"1 MAX, 2 ADD, 3 SHR, 4 MUL)", field="alu_opcode",
-                                      value=insn.alu_opcode)
-            for name in ("iter_out", "iter_in"):
-                if getattr(insn, name) == 0:
-                    raise SimulationError(ErrorCode.EMPTY_LOOP, None,
-                                          f"{insn.opcode.name} with {name} = 0 (an empty loop)",
-                                          field=name, value=0)
-            if insn.uop_end <= insn.uop_bgn:
-                raise SimulationError(ErrorCode.EMPTY_LOOP, None,
-                                      f"{insn.opcode.name} with uop_end = {insn.uop_end} <= "
-                                      f"uop_bgn = {insn.uop_bgn} (an empty micro-op range)",
-                                      field="uop_end", value=insn.uop_end)
-
-    @staticmethod
-    def _can_start(module: str, insn: Instruction, tokens: dict) -> bool:
-        dq = _DEP_QUEUES[module]
-        return all(tokens[dq[flag]] > 0 for flag in ("pop_prev", "pop_next")
-                   if getattr(insn, flag))
-
-    @staticmethod
-    def _pick(ready, queues, schedule, rng) -> str:
+    def _pick(self, ready: list[str]) -> str:
         if len(ready) == 1:
             return ready[0]
-        if schedule == "in-order":
-            return min(ready, key=lambda m: queues[m][0][0])
-        if schedule == "random":
-            return rng.choice(ready)
-        first = schedule.split("-")[0]
-        return first if first in ready else min(ready, key=lambda m: queues[m][0][0])
+        oldest = min(ready, key=lambda m: self.queues[m][0][0])
+        if self._schedule == "random":
+            return self._rng.choice(ready)
+        first = self._schedule.split("-")[0]
+        return first if first in ready else oldest
 
-    def _stuck(self, queues, tokens, fetched, insn_count):
+    def _stuck(self):
+        queues, tokens, fetched, insn_count = self.queues, self.tokens, self.fetched, self.insn_count
         if fetched == insn_count and not any(queues.values()):
             raise SimulationError(ErrorCode.MISSING_FINISH, insn_count - 1,
                                   f"the stream of {insn_count} instructions ended without a "
@@ -240,9 +222,8 @@ class FunctionalSimulator:
                 waits.append(f"{module} has no instruction")
                 continue
             index, insn = queues[module][0]
-            dq = _DEP_QUEUES[module]
-            empty = [f"{flag} from {dq[flag]} (0 tokens)" for flag in ("pop_prev", "pop_next")
-                     if getattr(insn, flag) and tokens[dq[flag]] == 0]
+            dq = DEP_QUEUES[module]
+            empty = [f"{flag} from {dq[flag]} (0 tokens)" for flag in self.waiting(module)]
             waits.append(f"{module} waits at instruction {index} ({insn.opcode.name}) to "
                          + " and ".join(empty))
         if fetched < insn_count:
@@ -403,6 +384,47 @@ class FunctionalSimulator:
             b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
             self.acc[d] = alu_op(insn.alu_opcode, a, b)
         self.counters["alu_counter"] += dst.size
+
+
+def check_fields(insn: Instruction) -> None:
+    """Raise the SimulationError that an instruction's fields alone reveal."""
+    if isinstance(insn, Load):
+        if insn.memory_type not in (MemType.UOP, MemType.WGT, MemType.INP, MemType.ACC,
+                                    MemType.ACC_8BIT):
+            raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
+                                  f"LOAD of memory_type {insn.memory_type} (legal: 0 UOP, "
+                                  f"1 WGT, 2 INP, 3 ACC, 5 ACC_8BIT)",
+                                  field="memory_type", value=insn.memory_type)
+    elif isinstance(insn, Store):
+        if insn.x_size == 0:
+            return
+        if insn.memory_type != MemType.OUT:
+            raise SimulationError(ErrorCode.ILLEGAL_MEMORY_TYPE, None,
+                                  f"STORE of memory_type {insn.memory_type} (only 4 OUT can "
+                                  f"be stored)", field="memory_type",
+                                  value=insn.memory_type)
+        for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+            if getattr(insn, pad):
+                raise SimulationError(ErrorCode.STORE_PADDING, None,
+                                      f"STORE cannot pad: {pad} = {getattr(insn, pad)}",
+                                      field=pad, value=getattr(insn, pad))
+    elif isinstance(insn, (Gemm, Alu)):
+        if isinstance(insn, Alu) and insn.alu_opcode not in AluOp.__members__.values():
+            raise SimulationError(ErrorCode.ILLEGAL_ALU_OPCODE, None,
+                                  f"illegal alu_opcode {insn.alu_opcode} (legal: 0 MIN, "
+                                  f"1 MAX, 2 ADD, 3 SHR, 4 MUL)", field="alu_opcode",
+                                  value=insn.alu_opcode)
+        for name in ("iter_out", "iter_in"):
+            if getattr(insn, name) == 0:
+                raise SimulationError(ErrorCode.EMPTY_LOOP, None,
+                                      f"{insn.opcode.name} with {name} = 0 (an empty loop)",
+                                      field=name, value=0)
+        if insn.uop_end <= insn.uop_bgn:
+            raise SimulationError(ErrorCode.EMPTY_LOOP, None,
+                                  f"{insn.opcode.name} with uop_end = {insn.uop_end} <= "
+                                  f"uop_bgn = {insn.uop_bgn} (an empty micro-op range)",
+                                  field="uop_end", value=insn.uop_end)
+
 
 
 def alu_op(opcode: int, a: np.ndarray, b) -> np.ndarray:

@@ -10,12 +10,9 @@ ends the wait.
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
 from isa.config import VTAConfig, load_config
-from isa.encoding import Finish, IsaError, decode, module_of
 from isa.errors import ErrorCode
 from sim.functional import FunctionalSimulator, SimulationError
 
@@ -23,94 +20,49 @@ from .board import MODULES, TOKEN_QUEUES, RegisterMap
 
 __all__ = ["SimulatedLink"]
 
-# Per module: flag -> token queue (None: must be zero).
-_DEPS = {
-    "load": {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
-    "compute": {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
-    "store": {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
-}
-
-
 class _Core:
-    """One launch executing instruction by instruction, with visible per-module state."""
+    """One launch of the functional simulator, stepped by the host's polls, with the error
+    state the status registers show."""
 
     def __init__(self, cfg: VTAConfig, dram: np.ndarray, insn_addr: int, insn_count: int,
                  detect_deadlock: bool):
-        self.cfg, self.dram = cfg, dram
-        self.insn_addr, self.insn_count = insn_addr, insn_count
         self.detect_deadlock = detect_deadlock
         self.sim = FunctionalSimulator(cfg, dram)
-        self.queues = {m: deque() for m in MODULES}
-        self.tokens = dict.fromkeys(TOKEN_QUEUES, 0)
-        self.fetched, self.pending = 0, None
         self.done, self.error, self.err_index = False, ErrorCode.NONE, 0
         self.steps = 0
+        try:
+            self.sim.launch(insn_addr, insn_count)
+        except SimulationError as exc:
+            self._fail(exc.code, 0)
 
-    def _fail(self, code: ErrorCode, index: int) -> None:
-        self.done, self.error, self.err_index = True, code, index
+    @property
+    def queues(self):
+        return self.sim.queues
 
-    def _fetch(self) -> None:
-        while self.fetched < self.insn_count:
-            if self.pending is None:
-                at = self.insn_addr + 16 * self.fetched
-                if at + 16 > self.dram.size:
-                    return self._fail(ErrorCode.DRAM_RANGE, self.fetched)
-                word = int.from_bytes(self.dram[at:at + 16].tobytes(), "little")
-                try:
-                    insn = decode(word, self.cfg)
-                except IsaError:
-                    return self._fail(ErrorCode.ILLEGAL_OPCODE, self.fetched)
-                module = module_of(insn)
-                if any(getattr(insn, f) for f, q in _DEPS[module].items() if q is None):
-                    return self._fail(ErrorCode.ILLEGAL_DEP_FLAG, self.fetched)
-                self.pending = (self.fetched, module, insn)
-            if len(self.queues[self.pending[1]]) >= self.cfg.cmd_queue_depth:
-                return
-            self.queues[self.pending[1]].append((self.pending[0], self.pending[2]))
-            self.fetched, self.pending = self.fetched + 1, None
+    @property
+    def tokens(self):
+        return self.sim.tokens
+
+    def _fail(self, code: ErrorCode, index: int | None) -> None:
+        self.done, self.error, self.err_index = True, code, index or 0
 
     def waiting(self, module: str) -> list[str]:
         """The pop flags the head instruction of ``module`` waits on."""
-        if not self.queues[module]:
-            return []
-        insn = self.queues[module][0][1]
-        return [f for f in ("pop_prev", "pop_next")
-                if getattr(insn, f) and self.tokens[_DEPS[module][f]] == 0]
+        return self.sim.waiting(module)
 
     def step(self) -> None:
-        """Fetch, then execute one ready instruction (the oldest)."""
+        """Execute one ready instruction (the oldest); without deadlock detection a core with
+        nothing ready simply hangs."""
         if self.done:
             return
-        self._fetch()
-        if self.done:
-            return
-        ready = [m for m in MODULES if self.queues[m] and not self.waiting(m)]
-        if not ready:
-            if self.fetched == self.insn_count and not any(self.queues.values()):
-                self._fail(ErrorCode.MISSING_FINISH, self.insn_count - 1)
-            elif self.detect_deadlock:
-                self._fail(ErrorCode.DEADLOCK,
-                           min(self.queues[m][0][0] for m in MODULES if self.queues[m]))
-            return  # without detection the core simply hangs
-        module = min(ready, key=lambda m: self.queues[m][0][0])
-        index, insn = self.queues[module].popleft()
-        deps = _DEPS[module]
-        for flag in ("pop_prev", "pop_next"):
-            if getattr(insn, flag):
-                self.tokens[deps[flag]] -= 1
         try:
-            FunctionalSimulator._check_static(insn)
-            self.sim.execute(insn)
+            if not self.detect_deadlock and not self.sim.ready():
+                if self.sim.fetched < self.sim.insn_count or any(self.sim.queues.values()):
+                    return
+            self.done = self.sim.step()
+            self.steps += 1
         except SimulationError as exc:
-            return self._fail(exc.code, index)
-        for flag in ("push_prev", "push_next"):
-            if getattr(insn, flag):
-                if self.tokens[deps[flag]] >= self.cfg.token_queue_depth:
-                    return self._fail(ErrorCode.TOKEN_OVERFLOW, index)
-                self.tokens[deps[flag]] += 1
-        self.steps += 1
-        if isinstance(insn, Finish):
-            self.done = True
+            self._fail(exc.code, exc.index)
 
 
 class SimulatedLink:
