@@ -144,6 +144,7 @@ class _Parser:
         self.scopes = []
         self.tvar_scopes = []
         self.global_refs = []
+        self.meta_nodes = {}
 
     # -- token helpers
     @property
@@ -694,7 +695,9 @@ class _Parser:
         if idx >= len(self.constants):
             raise self.error(f"meta[relay.Constant][{idx}] is not in the metadata section "
                              f"({len(self.constants)} constants available)", t)
-        return Constant(self.constants[idx], span=self.span(t))
+        if idx not in self.meta_nodes:   # every reference to one entry is the same node
+            self.meta_nodes[idx] = Constant(self.constants[idx], span=self.span(t))
+        return self.meta_nodes[idx]
 
     def parse_if(self):
         t = self.tok

@@ -115,22 +115,40 @@ class _Printer:
         self.taken = set()
         self.temp = 0
         self.scopes = []
+        self.bound = set()
+        self.frames = [[]]
 
     # -- names
+    def fresh_name(self, v):
+        base = re.sub(r"\W", "_", v.name_hint or "")
+        if not _NAME_RE.match(base):
+            base = "v" + base   # numeric names would read as graph temporaries
+        name, i = base, 1
+        while name in self.taken:
+            name = f"{base}_{i}"
+            i += 1
+        self.taken.add(name)
+        return name
+
     def var(self, v):
         if v not in self.var_names:
-            base = re.sub(r"\W", "_", v.name_hint or "")
-            if not _NAME_RE.match(base):
-                base = "v" + base   # numeric names would read as graph temporaries
-            name, i = base, 1
-            while name in self.taken:
-                name = f"{base}_{i}"
-                i += 1
-            self.taken.add(name)
-            self.var_names[v] = name
+            self.var_names[v] = self.fresh_name(v)
         return "%" + self.var_names[v]
 
+    def push_frame(self):
+        self.frames.append([])
+
+    def pop_frame(self):
+        for v, old in reversed(self.frames.pop()):
+            self.var_names[v] = old
+
     def var_decl(self, v):
+        if v in self.bound:
+            # A shared binder printed a second time (its node is used in two scopes): give this
+            # binding its own name so that the text binds every name once.
+            self.frames[-1].append((v, self.var_names[v]))
+            self.var_names[v] = self.fresh_name(v)
+        self.bound.add(v)
         s = self.var(v)
         if v.type_annotation is not None:
             s += ": " + type_to_text(v.type_annotation)
@@ -164,6 +182,13 @@ class _Printer:
 
     def block(self, e):
         """``e`` as the lines of a new scope (graph bindings, lets, then the result)."""
+        self.push_frame()
+        try:
+            return self._block(e)
+        finally:
+            self.pop_frame()
+
+    def _block(self, e):
         self.scopes.append(([], {}))
         lines = self.scopes[-1][0]
         while isinstance(e, Let) and not any(id(e) in m for _, m in self.scopes):
@@ -216,7 +241,9 @@ class _Printer:
             d = self.atom(e.data)
             clauses = []
             for c in e.clauses:
+                self.push_frame()
                 clauses.append(f"{self.pattern(c.lhs)} => {self.braces(c.rhs)},")
+                self.pop_frame()
             kw = "match" if e.complete else "match?"
             return f"{kw} ({d}) {{\n" + _indent("\n".join(clauses)) + "\n}"
         if isinstance(e, RefCreate):
@@ -242,11 +269,14 @@ class _Printer:
         raise TypeError(f"not a pattern: {p!r}")
 
     def function(self, f, head):
+        self.push_frame()
         tp = f"[{', '.join(p.name for p in f.type_params)}]" if f.type_params else ""
         params = [self.var_decl(p) for p in f.params]
         params += [f"{k}={attr_text(v)}" for k, v in f.attrs.items()]
         ret = f" -> {type_to_text(f.ret_type)}" if f.ret_type is not None else ""
-        return f"{head}{tp}({', '.join(params)}){ret} {self.braces(f.body)}"
+        text = f"{head}{tp}({', '.join(params)}){ret} {self.braces(f.body)}"
+        self.pop_frame()
+        return text
 
     # -- module
     def typedef(self, td: TypeData):

@@ -128,6 +128,9 @@ class _ANF:
         if target.closed:
             target = self.current
         val = self.value(e)
+        if is_atomic(val):   # e.g. a let whose body is a variable
+            target.memo[id(e)] = (e, val)
+            return val
         var = self.fresh()
         target.binds.append((var, val))
         target.memo[id(e)] = (e, var)
@@ -136,7 +139,8 @@ class _ANF:
     def value(self, e, tail=False):
         """``e`` with atomic children (children bound first, in their scopes)."""
         if isinstance(e, Let):
-            val = self.value(e.value)
+            shared = self.lookup(e.value) is not None or isinstance(e.value, Let)
+            val = self.atom(e.value) if shared else self.value(e.value)
             self.current.binds.append((e.var, val))
             self.current.memo[id(e.value)] = (e.value, e.var)
             return self.value(e.body, tail) if tail else self.atom(e.body)
