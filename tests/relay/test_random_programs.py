@@ -11,10 +11,10 @@ UNARY = ["tanh", "nn.relu", "negative", "sigmoid"]
 
 
 @st.composite
-def programs(draw):
-    x = Var("x", relay.TensorType((2, 3), "float32"))
-    y = Var("y", relay.TensorType((3,), "float32"))
-    nodes = [x, y, const(0.5), const(np.array([1.0, -1.0, 2.0], "float32"))]
+def programs(draw, dtype="float32", scalar_output=False):
+    x = Var("x", relay.TensorType((2, 3), dtype))
+    y = Var("y", relay.TensorType((3,), dtype))
+    nodes = [x, y, const(0.5, dtype), const(np.array([1.0, -1.0, 2.0], dtype))]
     ranks = [2, 1, 0, 1]
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["unary", "binary", "binary", "reduce", "let"]))
@@ -37,6 +37,11 @@ def programs(draw):
     if len(nodes) == 4:
         nodes.append(op_call("add", x, y))
     outs = draw(st.lists(st.sampled_from(nodes[4:]), min_size=1, max_size=3))
+    if scalar_output:
+        total = op_call("sum", outs[0])
+        for o in outs[1:]:
+            total = op_call("add", total, op_call("sum", o))
+        return IRModule({"main": Function([x, y], total)})
     return IRModule({"main": Function([x, y], Tuple(outs))})
 
 
@@ -62,3 +67,21 @@ def test_passes_preserve_results_and_text_round_trips(mod):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
         assert module_to_text(parse(module_to_text(out))) == module_to_text(out)
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(dtype="float64", scalar_output=True))
+def test_gradient_of_random_programs_matches_numeric(mod):
+    from relay.grad import gradient
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((2, 3)), rng.standard_normal(3)]
+    _, grads = relay.run(gradient(mod), *args, name="main_grad")
+    eps = 1e-6
+    for i, a in enumerate(args):
+        for idx in np.ndindex(a.shape):
+            plus = [v.copy() for v in args]
+            minus = [v.copy() for v in args]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            num = (relay.run(mod, *plus) - relay.run(mod, *minus)) / (2 * eps)
+            np.testing.assert_allclose(grads[i][idx], num, rtol=1e-4, atol=1e-6)
