@@ -96,8 +96,6 @@ class _Partition:
                 if (g is not None and self.uses.get(id(a), 0) == 1 and self.region.get(id(a)) == region
                         and g.nodes[-1] is a and g not in joinable and _can_join(g, p)):
                     joinable.append(g)
-        if p == OpPattern.OUT_ELEMWISE_FUSABLE:
-            joinable = [g for g in joinable if not g.anchor][:0]   # an anchor starts its own group
         if sum(g.anchor for g in joinable) > 1:
             first = next(g for g in joinable if g.anchor)
             joinable = [g for g in joinable if not g.anchor or g is first]
