@@ -21,3 +21,4 @@ __all__ = [
     "run", "prelude",
 ]
 from . import transform  # noqa: E402,F401
+from . import grad, zoo  # noqa: E402,F401
