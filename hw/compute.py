@@ -1,0 +1,206 @@
+"""The compute module: LOAD UOP/ACC/ACC_8BIT, GEMM, ALU and FINISH; owns the UOP and ACC buffers."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+from isa.encoding import MemType, Opcode
+from isa.errors import ErrorCode
+
+from .alu import TensorAlu
+from .dma import TensorLoader
+from .extent import mem_range_errors
+from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
+from .gemm import GemmCore
+from .modcommon import module_members, mux_ports, raise_error
+
+__all__ = ["ComputeModule", "narrow"]
+
+
+def narrow(cfg: VTAConfig, acc_value):
+    """The OUT element of an ACC element: the low OUT-width bits of every lane (SPEC §4.2)."""
+    aw, ow = cfg.acc_width, cfg.out_width
+    return Cat(*[acc_value[i * aw:i * aw + ow] for i in range(cfg.batch * cfg.block_out)])
+
+
+def _sext(v, width):
+    return Cat(v, v[-1].replicate(width - len(v)))
+
+
+class ComputeModule(wiring.Component):
+    """Executes the compute queue in order, one instruction at a time.
+
+    Cycle *s* (IDLE, head visible, l2g token if ``pop_prev`` and s2g token if ``pop_next``):
+    start — the queue entry and the tokens are popped, the checks run and the unit starts:
+    LOAD UOP/ACC/ACC_8BIT → a :class:`~hw.dma.TensorLoader` (LOADING until its ``busy`` is low),
+    GEMM → :class:`~hw.gemm.GemmCore`, ALU → :class:`~hw.alu.TensorAlu` (RUN until ``busy`` is
+    low: N + 5 resp. N + 3 cycles for N micro-ops). One RETIRE cycle then pushes g2l
+    (``push_prev``) and g2s (``push_next``); a FINISH signals ``finish`` in its RETIRE cycle.
+    FINISH and no-ops (``x_size == 0``) take two cycles (START, RETIRE).
+    Every write of ACC also writes the narrowed value into OUT (``out_w*``), so the OUT buffer
+    always equals the low OUT-width bits of ACC.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            **module_members(cfg),
+            "l2g_avail": In(1), "s2g_avail": In(1),
+            "pop_l2g": Out(1), "pop_s2g": Out(1), "push_g2l": Out(1), "push_g2s": Out(1),
+            "g2l_overflow": In(1), "g2s_overflow": In(1),
+            "finish": Out(1),
+            "inp_raddr": Out(cfg.log_inp_depth), "inp_rdata": In(cfg.inp_elem_bits),
+            "wgt_raddr": Out(cfg.log_wgt_depth), "wgt_rdata": In(cfg.wgt_elem_bits),
+            "out_waddr": Out(cfg.log_acc_depth), "out_wdata": Out(cfg.out_elem_bits),
+            "out_wen": Out(1),
+            "gemm_uop": Out(1), "alu_uop": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.uop_buf = uop_buf = Memory(shape=32, depth=cfg.uop_depth, init=[])
+        m.submodules.acc_buf = acc_buf = Memory(shape=cfg.acc_elem_bits, depth=cfg.acc_depth,
+                                                init=[])
+        uop_w = uop_buf.write_port()
+        uop_r = uop_buf.read_port()
+        acc_w = acc_buf.write_port()
+        acc_ra = acc_buf.read_port()
+        acc_rb = acc_buf.read_port()
+
+        m.submodules.ld_uop = ld_uop = TensorLoader(cfg, elem_bytes=cfg.uop_elem_bytes,
+                                                    sram_bits=32, addr_bits=cfg.log_uop_depth)
+        m.submodules.ld_acc = ld_acc = TensorLoader(cfg, elem_bytes=cfg.acc_elem_bytes,
+                                                    sram_bits=cfg.acc_elem_bits,
+                                                    addr_bits=cfg.log_acc_depth)
+        acc8_bytes = cfg.batch * cfg.block_out
+        m.submodules.ld_acc8 = ld_acc8 = TensorLoader(
+            cfg, elem_bytes=acc8_bytes, sram_bits=cfg.acc_elem_bits,
+            addr_bits=cfg.log_acc_depth,
+            transform=lambda v: Cat(*[_sext(v[8 * i:8 * i + 8], cfg.acc_width)
+                                      for i in range(acc8_bytes)]))
+        m.submodules.gemm = gemm = GemmCore(cfg)
+        m.submodules.alu = alu = TensorAlu(cfg)
+
+        word = self.head.word
+        head = Signal(mem_insn())
+        hg = Signal(gemm_insn(cfg))
+        ha = Signal(alu_insn(cfg))
+        m.d.comb += [head.eq(word), hg.eq(word), ha.eq(word)]
+        opcode = Signal(3)
+        m.d.comb += opcode.eq(head.opcode)
+
+        kind = Signal(3)          # memory type of the running LOAD
+        is_gemm = Signal()
+        insn = Signal(mem_insn())  # header bits of the running instruction
+        index = Signal(INDEX_BITS)
+        is_finish = Signal()
+
+        # Loaders share the module's memory port.
+        mux_ports(m, self.port, [(kind == MemType.UOP, ld_uop.port),
+                                 (kind == MemType.ACC, ld_acc.port),
+                                 (kind == MemType.ACC_8BIT, ld_acc8.port)])
+        m.d.comb += [ld_uop.insn.eq(head), ld_acc.insn.eq(head), ld_acc8.insn.eq(head),
+                     gemm.insn.eq(hg), alu.insn.eq(ha)]
+
+        # Buffers.
+        m.d.comb += [
+            uop_w.addr.eq(ld_uop.wr_addr), uop_w.data.eq(ld_uop.wr_data),
+            uop_w.en.eq(ld_uop.wr_en),
+            uop_r.addr.eq(Mux(is_gemm, gemm.uop_raddr, alu.uop_raddr)),
+            gemm.uop_rdata.eq(uop_r.data), alu.uop_rdata.eq(uop_r.data),
+            acc_ra.addr.eq(Mux(is_gemm, gemm.acc_raddr, alu.acc_raddr)),
+            gemm.acc_rdata.eq(acc_ra.data), alu.acc_rdata.eq(acc_ra.data),
+            acc_rb.addr.eq(alu.src_raddr), alu.src_rdata.eq(acc_rb.data),
+            self.inp_raddr.eq(gemm.inp_raddr), gemm.inp_rdata.eq(self.inp_rdata),
+            self.wgt_raddr.eq(gemm.wgt_raddr), gemm.wgt_rdata.eq(self.wgt_rdata),
+            self.gemm_uop.eq(gemm.uop_done), self.alu_uop.eq(alu.uop_done),
+        ]
+        with m.If(ld_acc.wr_en):
+            m.d.comb += [acc_w.addr.eq(ld_acc.wr_addr), acc_w.data.eq(ld_acc.wr_data),
+                         acc_w.en.eq(1)]
+        with m.Elif(ld_acc8.wr_en):
+            m.d.comb += [acc_w.addr.eq(ld_acc8.wr_addr), acc_w.data.eq(ld_acc8.wr_data),
+                         acc_w.en.eq(1)]
+        with m.Elif(gemm.acc_wen):
+            m.d.comb += [acc_w.addr.eq(gemm.acc_waddr), acc_w.data.eq(gemm.acc_wdata),
+                         acc_w.en.eq(1)]
+        with m.Elif(alu.acc_wen):
+            m.d.comb += [acc_w.addr.eq(alu.acc_waddr), acc_w.data.eq(alu.acc_wdata),
+                         acc_w.en.eq(1)]
+        m.d.comb += [self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
+                     self.out_wen.eq(acc_w.en)]
+
+        # Range checks of the LOADs at the head.
+        checks = {}
+        for mt, eb, depth in ((MemType.UOP, cfg.uop_elem_bytes, cfg.uop_depth),
+                              (MemType.ACC, cfg.acc_elem_bytes, cfg.acc_depth),
+                              (MemType.ACC_8BIT, acc8_bytes, cfg.acc_depth)):
+            checks[mt] = mem_range_errors(m, head, elem_bytes=eb, depth=depth,
+                                          dram_size=self.dram_size, padded=True)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.idle.eq(1)
+                with m.If(self.head_valid & ~self.halt):
+                    with m.If((head.pop_prev & ~self.l2g_avail)
+                              | (head.pop_next & ~self.s2g_avail)):
+                        m.d.comb += self.blocked.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.pop.eq(1), self.pop_l2g.eq(head.pop_prev),
+                                     self.pop_s2g.eq(head.pop_next)]
+                        m.d.sync += [insn.eq(head), index.eq(self.head.index),
+                                     is_finish.eq(opcode == Opcode.FINISH),
+                                     kind.eq(head.memory_type),
+                                     is_gemm.eq(opcode == Opcode.GEMM)]
+                        idx = self.head.index
+                        with m.Switch(opcode):
+                            with m.Case(Opcode.LOAD):
+                                with m.If(head.x_size == 0):
+                                    m.next = "RETIRE"
+                                for mt, (sram_bad, dram_bad) in checks.items():
+                                    with m.Elif((head.memory_type == mt) & sram_bad):
+                                        raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                    with m.Elif((head.memory_type == mt) & dram_bad):
+                                        raise_error(m, self, ErrorCode.DRAM_RANGE, idx)
+                                with m.Else():
+                                    m.d.comb += [
+                                        ld_uop.start.eq(head.memory_type == MemType.UOP),
+                                        ld_acc.start.eq(head.memory_type == MemType.ACC),
+                                        ld_acc8.start.eq(head.memory_type == MemType.ACC_8BIT),
+                                    ]
+                                    m.next = "LOADING"
+                            with m.Case(Opcode.GEMM):
+                                with m.If(hg.uop_end > cfg.uop_depth):
+                                    raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                with m.Else():
+                                    m.d.comb += gemm.start.eq(1)
+                                    m.next = "RUN"
+                            with m.Case(Opcode.ALU):
+                                with m.If(ha.uop_end > cfg.uop_depth):
+                                    raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                with m.Else():
+                                    m.d.comb += alu.start.eq(1)
+                                    m.next = "RUN"
+                            with m.Default():   # FINISH (fetch routes nothing else here)
+                                m.next = "RETIRE"
+            with m.State("LOADING"):
+                with m.If(~ld_uop.busy & ~ld_acc.busy & ~ld_acc8.busy):
+                    m.next = "RETIRE"
+            with m.State("RUN"):
+                with m.If(gemm.err | alu.err):
+                    raise_error(m, self, ErrorCode.SRAM_RANGE, index)
+                with m.Elif(~gemm.busy & ~alu.busy):
+                    m.next = "RETIRE"
+            with m.State("RETIRE"):
+                m.d.comb += [self.push_g2l.eq(insn.push_prev), self.push_g2s.eq(insn.push_next),
+                             self.finish.eq(is_finish)]
+                with m.If((insn.push_prev & self.g2l_overflow)
+                          | (insn.push_next & self.g2s_overflow)):
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                m.next = "IDLE"
+        return m

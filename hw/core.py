@@ -1,0 +1,223 @@
+"""The VTA core: fetch, load, compute, store, their queues, the shared buffers and the control."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, ResetInserter, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+from isa.errors import ErrorCode
+
+from .compute import ComputeModule
+from .fetch import FetchModule
+from .fields import INDEX_BITS
+from .load import LoadModule
+from .memport import MemArbiter, MemPortSignature
+from .modcommon import ERR_BITS
+from .queues import CommandQueue, TokenQueues
+from .store import StoreModule
+
+__all__ = ["VTACore", "COUNTERS"]
+
+#: The per-run event counters (32 bits each), in register-map order. See docs/hardware.md.
+COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
+            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+
+
+class VTACore(wiring.Component):
+    """The decoupled access-execute core behind one memory port.
+
+    Control: a ``launch`` pulse in cycle *L* clears all control state (buffers keep their
+    contents) and starts fetch in *L* + 1. See docs/hardware.md for the exact end of a run:
+    ``done`` rises after FINISH retires (and fetch is quiet), or after an error once no burst
+    is outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.
+    ``error_code``/``error_index`` hold the error (ErrorCode). Errors raised by the core itself:
+    DEADLOCK (fetch can dispatch nothing more and every module is idle with an empty queue or
+    blocked on a token, not all empty) and MISSING_FINISH (every instruction dispatched, all
+    modules idle with empty queues, no FINISH).
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            "launch": In(1), "insn_addr": In(32), "insn_count": In(32), "dram_size": In(32),
+            "running": Out(1), "done": Out(1),
+            "error_code": Out(ERR_BITS), "error_index": Out(INDEX_BITS),
+            "cycles": Out(64),
+            **{name: Out(32) for name in COUNTERS},
+            "mem": Out(MemPortSignature(cfg)),
+        })
+
+    def elaborate(self, platform):
+        top = Module()
+        go = Signal()
+        top.d.sync += go.eq(self.launch)
+        m = Module()
+        top.submodules.core = ResetInserter(self.launch)(m)
+        cfg = self._cfg
+
+        m.submodules.fetch = fetch = FetchModule(cfg)
+        m.submodules.load = load = LoadModule(cfg)
+        m.submodules.compute = compute = ComputeModule(cfg)
+        m.submodules.store = store = StoreModule(cfg)
+        queues = [CommandQueue(cfg) for _ in range(3)]
+        for name, q in zip(("load_q", "compute_q", "store_q"), queues):
+            m.submodules[name] = q
+        m.submodules.tokens = tok = TokenQueues(cfg)
+        m.submodules.arbiter = arb = MemArbiter(cfg)
+        modules = (load, compute, store)
+
+        # Shared buffers: INP, WGT (load writes, compute reads), OUT (compute writes, store reads).
+        m.submodules.inp_buf = inp_buf = Memory(shape=cfg.inp_elem_bits, depth=cfg.inp_depth,
+                                                init=[])
+        m.submodules.wgt_buf = wgt_buf = Memory(shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth,
+                                                init=[])
+        m.submodules.out_buf = out_buf = Memory(shape=cfg.out_elem_bits, depth=cfg.acc_depth,
+                                                init=[])
+        inp_w, inp_r = inp_buf.write_port(), inp_buf.read_port()
+        wgt_w, wgt_r = wgt_buf.write_port(), wgt_buf.read_port()
+        out_w, out_r = out_buf.write_port(), out_buf.read_port()
+        m.d.comb += [
+            inp_w.addr.eq(load.inp_waddr), inp_w.data.eq(load.inp_wdata), inp_w.en.eq(load.inp_wen),
+            wgt_w.addr.eq(load.wgt_waddr), wgt_w.data.eq(load.wgt_wdata), wgt_w.en.eq(load.wgt_wen),
+            inp_r.addr.eq(compute.inp_raddr), compute.inp_rdata.eq(inp_r.data),
+            wgt_r.addr.eq(compute.wgt_raddr), compute.wgt_rdata.eq(wgt_r.data),
+            out_w.addr.eq(compute.out_waddr), out_w.data.eq(compute.out_wdata),
+            out_w.en.eq(compute.out_wen),
+            out_r.addr.eq(store.out_raddr), out_r.en.eq(store.out_ren),
+            store.out_rdata.eq(out_r.data),
+        ]
+
+        # Memory port.
+        wiring.connect(m, fetch.port, arb.clients[0])
+        wiring.connect(m, load.port, arb.clients[1])
+        wiring.connect(m, compute.port, arb.clients[2])
+        wiring.connect(m, store.port, arb.clients[3])
+        wiring.connect(m, arb.mem, wiring.flipped(self.mem))
+
+        # Command queues.
+        for i, (q, mod) in enumerate(zip(queues, modules)):
+            m.d.comb += [
+                q.w_data.eq(fetch.q_data), q.w_en.eq(fetch.q_en[i]), fetch.q_rdy[i].eq(q.w_rdy),
+                mod.head.eq(q.r_data), mod.head_valid.eq(q.r_rdy), q.r_en.eq(mod.pop),
+            ]
+
+        # Token queues: l2g 0, g2l 1, g2s 2, s2g 3.
+        m.d.comb += [
+            tok.push[0].eq(load.push_l2g), tok.pop[0].eq(compute.pop_l2g),
+            tok.push[1].eq(compute.push_g2l), tok.pop[1].eq(load.pop_g2l),
+            tok.push[2].eq(compute.push_g2s), tok.pop[2].eq(store.pop_g2s),
+            tok.push[3].eq(store.push_s2g), tok.pop[3].eq(compute.pop_s2g),
+            compute.l2g_avail.eq(tok.count[0] != 0), load.g2l_avail.eq(tok.count[1] != 0),
+            store.g2s_avail.eq(tok.count[2] != 0), compute.s2g_avail.eq(tok.count[3] != 0),
+            load.l2g_overflow.eq(tok.overflow[0]), compute.g2l_overflow.eq(tok.overflow[1]),
+            compute.g2s_overflow.eq(tok.overflow[2]), store.s2g_overflow.eq(tok.overflow[3]),
+        ]
+
+        # Control state. Errors of the modules wait ("pending") until fetch has dispatched all
+        # it can: a field error that fetch finds meanwhile wins, as in the functional simulator,
+        # whose fetch decodes ahead of execution. Likewise a retired FINISH ends the run only
+        # once fetch is quiet.
+        running = Signal()
+        done = Signal()
+        fetch_err = Signal()
+        mod_err = Signal()
+        core_err_latched = Signal()
+        finish_seen = Signal()
+        err_code = Signal(ERR_BITS)
+        err_index = Signal(INDEX_BITS)
+        mod_code = Signal(ERR_BITS)
+        mod_index = Signal(INDEX_BITS)
+        halt_modules = Signal()
+        failed = Signal()
+        m.d.comb += [
+            failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
+            halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
+            self.running.eq(running), self.done.eq(done),
+            self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
+                                   Mux(mod_err, mod_code, 0))),
+            self.error_index.eq(Mux(fetch_err | core_err_latched, err_index,
+                                    Mux(mod_err, mod_index, 0))),
+        ]
+        for unit in modules:
+            m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
+        m.d.comb += [fetch.halt.eq(fetch_err | core_err_latched | done),
+                     fetch.dram_size.eq(self.dram_size),
+                     fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count),
+                     fetch.start.eq(go), arb.halt.eq(failed | done)]
+        with m.If(go):
+            m.d.sync += running.eq(1)
+
+        # Deadlock / missing FINISH: nothing can move any more.
+        levels = [q.level for q in queues]
+        empty = [mod.idle & (lvl == 0) for mod, lvl in zip(modules, levels)]
+        quiet = [e | mod.blocked for e, mod in zip(empty, modules)]
+        all_quiet = Signal()
+        all_empty = Signal()
+        m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),
+                     all_empty.eq(empty[0] & empty[1] & empty[2])]
+        prev = (1 << INDEX_BITS) - 1
+        for i, mod in enumerate(modules):
+            step = Signal(INDEX_BITS, name=f"blocked_min_{i}")
+            m.d.comb += step.eq(Mux(mod.blocked & (mod.head.index < prev), mod.head.index, prev))
+            prev = step
+        with m.If(running & ~halt_modules & all_quiet & ~fetch.err):
+            m.d.sync += core_err_latched.eq(1)
+            with m.If(all_empty & fetch.all_dispatched):
+                m.d.sync += [err_code.eq(ErrorCode.MISSING_FINISH),
+                             err_index.eq(self.insn_count - 1)]
+            with m.Else():
+                m.d.sync += [err_code.eq(ErrorCode.DEADLOCK), err_index.eq(prev)]
+
+        with m.If(running & ~done & fetch.err & ~fetch_err & ~core_err_latched):
+            m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
+                         err_index.eq(fetch.err_index)]
+
+        # Module errors: the first, and in one cycle the lowest instruction index.
+        best_valid, best_code, best_index = 0, 0, 0
+        for i, mod in enumerate(modules):
+            take = Signal(name=f"err_take_{i}")
+            m.d.comb += take.eq(mod.err & (~best_valid | (mod.err_index < best_index)))
+            nv, nc, ni = (Signal(1, name=f"err_valid_{i}"), Signal(ERR_BITS, name=f"err_code_{i}"),
+                          Signal(INDEX_BITS, name=f"err_index_{i}"))
+            m.d.comb += [nv.eq(best_valid | mod.err), nc.eq(Mux(take, mod.err_code, best_code)),
+                         ni.eq(Mux(take, mod.err_index, best_index))]
+            best_valid, best_code, best_index = nv, nc, ni
+        with m.If(running & ~done & ~mod_err & best_valid):
+            m.d.sync += [mod_err.eq(1), mod_code.eq(best_code), mod_index.eq(best_index)]
+        with m.If(running & compute.finish & ~best_valid):
+            m.d.sync += finish_seen.eq(1)
+        with m.If(running & ~done):
+            with m.If(failed & arb.idle):
+                m.d.sync += done.eq(1)
+            with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
+                m.d.sync += done.eq(1)
+
+        # Counters.
+        active = Signal()
+        m.d.comb += active.eq((running | go) & ~done)
+        cycles = Signal(64)
+        m.d.comb += self.cycles.eq(cycles)
+        counters = {name: Signal(32, name=name) for name in ("fetch_busy", "fetch_stall",
+                                                               "load_busy", "load_stall",
+                                                               "compute_busy", "compute_stall",
+                                                               "store_busy", "store_stall",
+                                                               "gemm_uops", "alu_uops",
+                                                               "mem_busy")}
+        events = {
+            "fetch_busy": fetch.busy, "fetch_stall": fetch.stall,
+            "gemm_uops": compute.gemm_uop, "alu_uops": compute.alu_uop, "mem_busy": ~arb.idle,
+        }
+        for name, mod in zip(("load", "compute", "store"), modules):
+            events[f"{name}_busy"] = ~mod.idle | mod.pop
+            events[f"{name}_stall"] = mod.blocked
+        with m.If(active):
+            m.d.sync += cycles.eq(cycles + 1)
+            for name, sig in counters.items():
+                with m.If(events[name]):
+                    m.d.sync += sig.eq(sig + 1)
+        for name, sig in counters.items():
+            m.d.comb += getattr(self, name).eq(sig)
+        return top

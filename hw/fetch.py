@@ -1,0 +1,169 @@
+"""The fetch module: reads the instruction stream in bursts and dispatches it to the command queues."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+from isa.encoding import AluOp, MemType, Opcode
+from isa.errors import ErrorCode
+
+from .dma import DmaReader
+from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
+from .memport import MemPortSignature
+from .modcommon import ERR_BITS
+
+__all__ = ["FetchModule", "QUEUE_NAMES"]
+
+#: Command queues in the order of the fetch module's outputs.
+QUEUE_NAMES = ("load", "compute", "store")
+
+
+def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
+    """(instructions per full burst P, instruction-buffer depth 2P)."""
+    per = max(1, cfg.max_burst_beats * cfg.bus_bytes // 16)
+    return per, 2 * per
+
+
+class FetchModule(wiring.Component):
+    """Streams ``insn_count`` instructions from ``insn_addr`` and routes each to its queue.
+
+    ``start`` in cycle *c* → the :class:`~hw.dma.DmaReader` offers its first burst in *c* + 1.
+    Instructions enter a buffer of 2P entries (P = instructions per full burst); a new burst is
+    only requested while the buffer holds at most P, so reading overlaps dispatch and the
+    memory port is never held by a stalled fetch. An instruction written into the buffer in
+    cycle *t* can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
+    command queue (STORE → store; LOAD INP/WGT → load; LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH
+    → compute) and stalls while that queue is full (head-of-line). The errors that the fields
+    alone reveal (illegal opcode, must-be-zero token bit, memory type, STORE padding, ALU
+    opcode, empty loop) are raised when the instruction reaches the dispatch point; fetch then
+    stops. Instructions after a FINISH are dispatched like any other (as the original does).
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            "start": In(1), "insn_addr": In(32), "insn_count": In(32), "dram_size": In(32),
+            "halt": In(1),
+            "q_data": Out(queue_entry()),
+            "q_en": Out(1).array(3), "q_rdy": In(1).array(3),
+            "err": Out(1), "err_code": Out(ERR_BITS), "err_index": Out(INDEX_BITS),
+            "quiet": Out(1),           # nothing more will be dispatched without outside help
+            "all_dispatched": Out(1),  # every instruction has been dispatched
+            "busy": Out(1), "stall": Out(1),
+            "port": Out(MemPortSignature(cfg)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        per, depth = fetch_buffer_depth(cfg)
+        m.submodules.reader = reader = DmaReader(cfg, elem_bytes=16, count_bits=32)
+        m.submodules.buf = buf = SyncFIFO(width=128, depth=depth)
+        wiring.connect(m, wiring.flipped(self.port), reader.port)
+        running = Signal()
+        m.d.comb += [
+            reader.addr.eq(self.insn_addr), reader.count.eq(self.insn_count),
+            reader.issue_ok.eq(running & (buf.level <= depth - per)),
+            buf.w_data.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
+        ]
+        head = Signal(mem_insn())
+        m.d.comb += head.eq(buf.r_data)
+        index = Signal(INDEX_BITS)
+        m.d.comb += [self.q_data.word.eq(buf.r_data), self.q_data.index.eq(index)]
+
+        target = Signal(range(3))
+        illegal = Signal()
+        illegal_code = Signal(ERR_BITS)
+        hg = Signal(gemm_insn(cfg))
+        ha = Signal(alu_insn(cfg))
+        m.d.comb += [hg.eq(buf.r_data), ha.eq(buf.r_data)]
+        pads = Signal()
+        m.d.comb += pads.eq((head.y_pad_0 != 0) | (head.y_pad_1 != 0) | (head.x_pad_0 != 0)
+                            | (head.x_pad_1 != 0))
+        empty = Signal()
+        m.d.comb += empty.eq((hg.iter_out == 0) | (hg.iter_in == 0) | (hg.uop_end <= hg.uop_bgn))
+
+        def bad(code):
+            m.d.comb += [illegal.eq(1), illegal_code.eq(code)]
+
+        # Routing and the static checks, in the order of the functional simulator's decoder.
+        m.d.comb += target.eq(1)
+        with m.Switch(head.opcode):
+            with m.Case(Opcode.STORE):
+                m.d.comb += target.eq(2)
+                with m.If(head.pop_next | head.push_next):
+                    bad(ErrorCode.ILLEGAL_DEP_FLAG)
+                with m.Elif(head.x_size == 0):
+                    pass
+                with m.Elif(head.memory_type != MemType.OUT):
+                    bad(ErrorCode.ILLEGAL_MEMORY_TYPE)
+                with m.Elif(pads):
+                    bad(ErrorCode.STORE_PADDING)
+            with m.Case(Opcode.LOAD):
+                with m.Switch(head.memory_type):
+                    with m.Case(MemType.INP, MemType.WGT):
+                        m.d.comb += target.eq(0)
+                        with m.If(head.pop_prev | head.push_prev):
+                            bad(ErrorCode.ILLEGAL_DEP_FLAG)
+                    with m.Case(MemType.UOP, MemType.ACC, MemType.ACC_8BIT):
+                        pass
+                    with m.Default():
+                        bad(ErrorCode.ILLEGAL_MEMORY_TYPE)
+            with m.Case(Opcode.GEMM):
+                with m.If(empty):
+                    bad(ErrorCode.EMPTY_LOOP)
+            with m.Case(Opcode.ALU):
+                with m.If(ha.alu_opcode > max(AluOp)):
+                    bad(ErrorCode.ILLEGAL_ALU_OPCODE)
+                with m.Elif(empty):
+                    bad(ErrorCode.EMPTY_LOOP)
+            with m.Case(Opcode.FINISH):
+                pass
+            with m.Default():
+                bad(ErrorCode.ILLEGAL_OPCODE)
+        rdy = Signal()
+        m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
+                           | self.q_rdy[2] & (target == 2))
+        insn_end = Signal(40)
+        m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += index.eq(0)
+                    with m.If(self.insn_count == 0):
+                        m.next = "END"
+                    with m.Elif(insn_end > self.dram_size):
+                        m.d.comb += [self.err.eq(1), self.err_code.eq(ErrorCode.DRAM_RANGE),
+                                     self.err_index.eq(0)]
+                        m.next = "STOPPED"
+                    with m.Else():
+                        m.d.comb += reader.start.eq(1)
+                        m.d.sync += running.eq(1)
+                        m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(buf.r_rdy & ~self.halt):
+                    with m.If(illegal):
+                        m.d.comb += [self.err.eq(1), self.err_code.eq(illegal_code),
+                                     self.err_index.eq(index)]
+                        m.d.sync += running.eq(0)
+                        m.next = "STOPPED"
+                    with m.Elif(rdy):
+                        m.d.comb += [self.q_en[i].eq(target == i) for i in range(3)]
+                        m.d.comb += buf.r_en.eq(1)
+                        m.d.sync += index.eq(index + 1)
+                        with m.If(index == self.insn_count - 1):
+                            m.d.sync += running.eq(0)
+                            m.next = "END"
+                    with m.Else():
+                        m.d.comb += [self.stall.eq(1), self.quiet.eq(1)]
+            with m.State("END"):
+                m.d.comb += [self.quiet.eq(1), self.all_dispatched.eq(1)]
+            with m.State("STOPPED"):
+                m.d.comb += self.quiet.eq(1)
+        return m

@@ -1,0 +1,133 @@
+"""The GEMM core: BATCH × BLOCK_IN × BLOCK_OUT multiply-accumulates per cycle (reference §3.4)."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+
+from .fields import gemm_insn, uop
+from .uop_loop import OFFSET_BITS, UopLoop
+
+__all__ = ["GemmCore", "GEMM_LATENCY"]
+
+#: Cycles from a micro-op's issue by the loop sequencer to its accumulator write.
+GEMM_LATENCY = 5
+
+
+class GemmCore(wiring.Component):
+    """Pipelined GEMM: one micro-op per cycle sustained, sequential semantics.
+
+    ``start`` in cycle *c* (instruction on ``insn``, loops non-empty, ``uop_end ≤ uop depth``)
+    → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
+    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (5); ``busy`` is high from *c* + 1 up to
+    and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
+    for N + 5 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
+    S2 range check, INP/WGT reads; S3 products registered; S4 adder trees registered, ACC read;
+    S5 accumulate and write. The ACC value read in S4 misses only the write of the micro-op one
+    ahead (same cycle); that result is forwarded, so back-to-back accumulation into one entry is
+    exact at full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past
+    its buffer raises ``err`` (in S2) and stops issue.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            "start": In(1), "insn": In(gemm_insn(cfg)), "busy": Out(1), "err": Out(1),
+            "uop_raddr": Out(cfg.log_uop_depth), "uop_rdata": In(32),
+            "inp_raddr": Out(cfg.log_inp_depth), "inp_rdata": In(cfg.inp_elem_bits),
+            "wgt_raddr": Out(cfg.log_wgt_depth), "wgt_rdata": In(cfg.wgt_elem_bits),
+            "acc_raddr": Out(cfg.log_acc_depth), "acc_rdata": In(cfg.acc_elem_bits),
+            "acc_waddr": Out(cfg.log_acc_depth), "acc_wdata": Out(cfg.acc_elem_bits),
+            "acc_wen": Out(1),
+            "uop_done": Out(1),   # one pulse per executed non-reset micro-op (counter)
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.loop = loop = UopLoop(cfg)
+        insn = self.insn
+        m.d.comb += [loop.start.eq(self.start), loop.stop.eq(self.err)]
+        for f in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
+                  "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in"):
+            m.d.comb += getattr(loop, f).eq(getattr(insn, f))
+        reset = Signal()
+        with m.If(self.start):
+            m.d.sync += reset.eq(insn.reset)
+
+        # S0 -> S1
+        m.d.comb += self.uop_raddr.eq(loop.uop_idx)
+        v1 = Signal()
+        off1 = {n: Signal(OFFSET_BITS, name=f"{n}_off1") for n in ("dst", "src", "wgt")}
+        m.d.sync += [v1.eq(loop.valid & ~self.err)]
+        for n in off1:
+            m.d.sync += off1[n].eq(getattr(loop, f"{n}_off"))
+        # S1: indices
+        u = Signal(uop(cfg))
+        m.d.comb += u.eq(self.uop_rdata)
+        v2 = Signal()
+        a2, s2, w2 = (Signal(OFFSET_BITS + 1, name=n) for n in ("a2", "s2", "w2"))
+        m.d.sync += [v2.eq(v1 & ~self.err), a2.eq(u.dst + off1["dst"]),
+                     s2.eq(u.src + off1["src"]), w2.eq(u.wgt + off1["wgt"])]
+        # S2: range check, INP/WGT reads
+        bad = Signal()
+        m.d.comb += [
+            bad.eq((a2 >= cfg.acc_depth) | (~reset & ((s2 >= cfg.inp_depth)
+                                                       | (w2 >= cfg.wgt_depth)))),
+            self.err.eq(v2 & bad),
+            self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
+        ]
+        v3 = Signal()
+        a3 = Signal(cfg.log_acc_depth)
+        m.d.sync += [v3.eq(v2 & ~bad), a3.eq(a2)]
+        # S3: products
+        iw, ww, aw = cfg.inp_width, cfg.wgt_width, cfg.acc_width
+        bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
+        prods = {}
+        for b in range(nb):
+            for o in range(bo):
+                for k in range(bi):
+                    x = self.inp_rdata[(b * bi + k) * iw:(b * bi + k + 1) * iw].as_signed()
+                    w = self.wgt_rdata[(o * bi + k) * ww:(o * bi + k + 1) * ww].as_signed()
+                    p = Signal(signed(iw + ww), name=f"p_{b}_{o}_{k}")
+                    m.d.sync += p.eq(x * w)
+                    prods[b, o, k] = p
+        v4 = Signal()
+        a4 = Signal(cfg.log_acc_depth)
+        m.d.sync += [v4.eq(v3), a4.eq(a3)]
+        # S4: adder trees, ACC read
+        m.d.comb += self.acc_raddr.eq(a4)
+        sums = []
+        for b in range(nb):
+            for o in range(bo):
+                terms = [prods[b, o, k] for k in range(bi)]
+                while len(terms) > 1:
+                    terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                             for i in range(0, len(terms), 2)]
+                s = Signal(signed(iw + ww + cfg.log_block_in), name=f"sum_{b}_{o}")
+                m.d.sync += s.eq(terms[0])
+                sums.append(s)
+        v5 = Signal()
+        a5 = Signal(cfg.log_acc_depth)
+        m.d.sync += [v5.eq(v4), a5.eq(a4)]
+        # S5: accumulate (with forwarding of the previous cycle's write) and write
+        fwd_valid = Signal()
+        fwd_addr = Signal(cfg.log_acc_depth)
+        fwd_data = Signal(cfg.acc_elem_bits)
+        acc_in = Signal(cfg.acc_elem_bits)
+        m.d.comb += acc_in.eq(Mux(fwd_valid & (fwd_addr == a5), fwd_data, self.acc_rdata))
+        result = Signal(cfg.acc_elem_bits)
+        m.d.comb += result.eq(Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw]
+                                    for i in range(nb * bo)]))
+        wdata = Signal(cfg.acc_elem_bits)
+        m.d.comb += [
+            wdata.eq(Mux(reset, 0, result)),
+            self.acc_waddr.eq(a5), self.acc_wdata.eq(wdata), self.acc_wen.eq(v5),
+            self.uop_done.eq(v5 & ~reset),
+        ]
+        m.d.sync += [fwd_valid.eq(v5), fwd_addr.eq(a5), fwd_data.eq(wdata)]
+        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5)
+        return m

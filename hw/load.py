@@ -1,0 +1,107 @@
+"""The load module: LOAD INP and LOAD WGT (2-D DMA with zero padding) into the INP/WGT buffers."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+from isa.encoding import MemType
+from isa.errors import ErrorCode
+
+from .dma import TensorLoader
+from .extent import mem_range_errors
+from .fields import INDEX_BITS, mem_insn
+from .modcommon import module_members, mux_ports, raise_error
+
+__all__ = ["LoadModule"]
+
+
+class LoadModule(wiring.Component):
+    """Executes the load queue in order, one instruction at a time.
+
+    Cycle *s* (IDLE, head visible, tokens present): the instruction starts — its queue entry and
+    its g2l token (``pop_next``) are popped, the range checks run, and for ``x_size ≥ 1`` the
+    INP or WGT :class:`~hw.dma.TensorLoader` is started. *s* + 1 …: EXEC until the loader's
+    ``busy`` is low; then one RETIRE cycle pushes l2g (``push_next``); IDLE follows.
+    A no-op (``x_size == 0``) is START, RETIRE: two cycles. Range errors are raised in the
+    start cycle (SRAM before DRAM); fetch has already checked the fields.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            **module_members(cfg),
+            "g2l_avail": In(1), "pop_g2l": Out(1), "push_l2g": Out(1), "l2g_overflow": In(1),
+            "inp_waddr": Out(cfg.log_inp_depth), "inp_wdata": Out(cfg.inp_elem_bits),
+            "inp_wen": Out(1),
+            "wgt_waddr": Out(cfg.log_wgt_depth), "wgt_wdata": Out(cfg.wgt_elem_bits),
+            "wgt_wen": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.inp = inp = TensorLoader(cfg, elem_bytes=cfg.inp_elem_bytes,
+                                              sram_bits=cfg.inp_elem_bits,
+                                              addr_bits=cfg.log_inp_depth)
+        m.submodules.wgt = wgt = TensorLoader(cfg, elem_bytes=cfg.wgt_elem_bytes,
+                                              sram_bits=cfg.wgt_elem_bits,
+                                              addr_bits=cfg.log_wgt_depth)
+        head = Signal(mem_insn())
+        m.d.comb += head.eq(self.head.word)
+        is_inp = Signal()
+        m.d.comb += is_inp.eq(head.memory_type == MemType.INP)
+        sel_inp = Signal()
+        insn = Signal(mem_insn())
+        index = Signal(INDEX_BITS)
+        m.d.comb += [
+            inp.insn.eq(head), wgt.insn.eq(head),
+            self.inp_waddr.eq(inp.wr_addr), self.inp_wdata.eq(inp.wr_data),
+            self.inp_wen.eq(inp.wr_en),
+            self.wgt_waddr.eq(wgt.wr_addr), self.wgt_wdata.eq(wgt.wr_data),
+            self.wgt_wen.eq(wgt.wr_en),
+        ]
+        mux_ports(m, self.port, [(sel_inp, inp.port), (~sel_inp, wgt.port)])
+
+        inp_sram_bad, inp_dram_bad = mem_range_errors(
+            m, head, elem_bytes=cfg.inp_elem_bytes, depth=cfg.inp_depth,
+            dram_size=self.dram_size, padded=True)
+        wgt_sram_bad, wgt_dram_bad = mem_range_errors(
+            m, head, elem_bytes=cfg.wgt_elem_bytes, depth=cfg.wgt_depth,
+            dram_size=self.dram_size, padded=True)
+        sram_bad = Signal()
+        dram_bad = Signal()
+        m.d.comb += [sram_bad.eq(Mux(is_inp, inp_sram_bad, wgt_sram_bad)),
+                     dram_bad.eq(Mux(is_inp, inp_dram_bad, wgt_dram_bad))]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.idle.eq(1)
+                with m.If(self.head_valid & ~self.halt):
+                    with m.If(head.pop_next & ~self.g2l_avail):
+                        m.d.comb += self.blocked.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.pop.eq(1), self.pop_g2l.eq(head.pop_next)]
+                        m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp)]
+                        with m.If(head.x_size == 0):
+                            m.next = "RETIRE"
+                        with m.Elif(sram_bad):
+                            raise_error(m, self, ErrorCode.SRAM_RANGE, self.head.index)
+                        with m.Elif(dram_bad):
+                            raise_error(m, self, ErrorCode.DRAM_RANGE, self.head.index)
+                        with m.Else():
+                            m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
+                            m.next = "EXEC"
+            with m.State("EXEC"):
+                with m.If(~inp.busy & ~wgt.busy):
+                    m.next = "RETIRE"
+            with m.State("RETIRE"):
+                m.d.comb += self.push_l2g.eq(insn.push_next)
+                with m.If(insn.push_next & self.l2g_overflow):
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                m.next = "IDLE"
+        return m
+
+

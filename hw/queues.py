@@ -1,0 +1,80 @@
+"""Command queues (instruction FIFOs between fetch and the modules) and the four token queues."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+
+from .fields import queue_entry
+
+__all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
+
+#: The four dependency-token queues: (name, producer module, consumer module).
+TOKEN_QUEUES = (("l2g", "load", "compute"), ("g2l", "compute", "load"),
+                ("g2s", "compute", "store"), ("s2g", "store", "compute"))
+
+
+class CommandQueue(wiring.Component):
+    """A FIFO of ``cfg.cmd_queue_depth`` (instruction, index) entries.
+
+    Capacity exactly ``cfg.cmd_queue_depth``. An entry written in cycle *t* (``w_en & w_rdy``)
+    into an empty queue is at the head (``r_rdy``) from cycle *t* + 2; a read (``r_en``) in cycle
+    *t* shows the next entry, if any, from cycle *t* + 1. ``level`` counts every entry written and
+    not yet read (including one not yet at the head); one read and one write per cycle.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._depth = cfg.cmd_queue_depth
+        layout = queue_entry()
+        super().__init__({
+            "w_data": In(layout), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(layout), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(cfg.cmd_queue_depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.w_data.as_value()),
+                                                    depth=self._depth)
+        m.d.comb += [
+            fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en), self.w_rdy.eq(fifo.w_rdy),
+            self.r_data.eq(fifo.r_data), fifo.r_en.eq(self.r_en), self.r_rdy.eq(fifo.r_rdy),
+            self.level.eq(fifo.level),
+        ]
+        return m
+
+
+class TokenQueues(wiring.Component):
+    """Four token counters (l2g, g2l, g2s, s2g), each ``0 .. cfg.token_queue_depth``.
+
+    ``pop[i]``/``push[i]`` in cycle *t* change ``count[i]`` at the end of *t* (a simultaneous
+    push and pop cancel out). ``overflow[i]`` is high (combinationally) in a cycle whose push
+    would take the count past the depth: the core raises TOKEN_OVERFLOW and the count saturates.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._depth = cfg.token_queue_depth
+        n = len(TOKEN_QUEUES)
+        super().__init__({
+            "push": In(1).array(n), "pop": In(1).array(n),
+            "count": Out(range(cfg.token_queue_depth + 1)).array(n),
+            "overflow": Out(1).array(n),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        for i in range(len(TOKEN_QUEUES)):
+            count = Signal(range(self._depth + 1), name=f"count_{TOKEN_QUEUES[i][0]}")
+            m.d.comb += self.count[i].eq(count)
+            with m.If(self.push[i] & ~self.pop[i]):
+                with m.If(count == self._depth):
+                    m.d.comb += self.overflow[i].eq(1)
+                with m.Else():
+                    m.d.sync += count.eq(count + 1)
+            with m.Elif(self.pop[i] & ~self.push[i]):
+                m.d.sync += count.eq(count - 1)
+        return m

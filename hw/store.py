@@ -1,0 +1,111 @@
+"""The store module: STORE of narrowed accumulators (the OUT buffer) to DRAM with strides."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from isa.config import VTAConfig
+from isa.errors import ErrorCode
+
+from .dma import DmaWriter, _log2
+from .extent import mem_range_errors
+from .fields import INDEX_BITS, mem_insn
+from .modcommon import module_members, raise_error
+
+__all__ = ["StoreModule"]
+
+
+class StoreModule(wiring.Component):
+    """Executes the store queue in order, one instruction at a time.
+
+    Cycle *s* (IDLE, head visible, g2s token present if ``pop_prev``): start — queue entry and
+    token popped, range checks run (SRAM before DRAM; fetch checked the fields). Then for each row *y*: one
+    ROW cycle starts a :class:`~hw.dma.DmaWriter` for ``x_size`` OUT elements at DRAM element
+    ``dram_base + y · x_stride`` and the OUT-buffer reader at ``sram_base + y · x_size``
+    (dense); WAIT cycles until the writer's ``busy`` is low (its last ``wr_ack`` seen). After
+    the last row one RETIRE cycle pushes s2g (``push_prev``). ``x_size == 0`` or
+    ``y_size == 0``: START, RETIRE. The OUT-buffer reader keeps a registered element in front of
+    the writer (read-enable stall), so the writer never waits for the SRAM after the first
+    element of a row (available two cycles after ROW).
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({
+            **module_members(cfg),
+            "g2s_avail": In(1), "pop_g2s": Out(1), "push_s2g": Out(1), "s2g_overflow": In(1),
+            "out_raddr": Out(cfg.log_acc_depth), "out_ren": Out(1),
+            "out_rdata": In(cfg.out_elem_bits),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        eb = cfg.out_elem_bytes
+        m.submodules.writer = writer = DmaWriter(cfg, elem_bytes=eb, count_bits=16)
+        wiring.connect(m, wiring.flipped(self.port), writer.port)
+        head = Signal(mem_insn())
+        m.d.comb += head.eq(self.head.word)
+        insn = Signal(mem_insn())
+        index = Signal(INDEX_BITS)
+        y = Signal(16)
+        row_dram = Signal(50)
+        raddr = Signal(cfg.log_acc_depth)
+        left = Signal(16)
+        valid = Signal()
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(~valid | writer.inp.ready),
+            self.out_ren.eq(advance), self.out_raddr.eq(raddr),
+            writer.inp.valid.eq(valid), writer.inp.payload.eq(self.out_rdata),
+            writer.addr.eq(row_dram << _log2(eb)), writer.count.eq(insn.x_size),
+        ]
+        sram_bad, dram_bad = mem_range_errors(m, head, elem_bytes=eb, depth=cfg.acc_depth,
+                                              dram_size=self.dram_size, padded=False)
+
+        row_start = Signal()
+        with m.If(row_start):
+            m.d.sync += [left.eq(insn.x_size), valid.eq(0)]
+        with m.Elif(advance):
+            m.d.sync += valid.eq(left != 0)
+            with m.If(left != 0):
+                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.idle.eq(1)
+                with m.If(self.head_valid & ~self.halt):
+                    with m.If(head.pop_prev & ~self.g2s_avail):
+                        m.d.comb += self.blocked.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.pop.eq(1), self.pop_g2s.eq(head.pop_prev)]
+                        m.d.sync += [insn.eq(head), index.eq(self.head.index), y.eq(0),
+                                     raddr.eq(head.sram_base), row_dram.eq(head.dram_base)]
+                        with m.If(head.x_size == 0):
+                            m.next = "RETIRE"
+                        with m.Elif(sram_bad):
+                            raise_error(m, self, ErrorCode.SRAM_RANGE, self.head.index)
+                        with m.Elif(dram_bad):
+                            raise_error(m, self, ErrorCode.DRAM_RANGE, self.head.index)
+                        with m.Elif(head.y_size == 0):
+                            m.next = "RETIRE"
+                        with m.Else():
+                            m.next = "ROW"
+            with m.State("ROW"):
+                m.d.comb += [writer.start.eq(1), row_start.eq(1)]
+                m.next = "WAIT"
+            with m.State("WAIT"):
+                with m.If(~writer.busy):
+                    with m.If(y == insn.y_size - 1):
+                        m.next = "RETIRE"
+                    with m.Else():
+                        m.d.sync += [y.eq(y + 1), row_dram.eq(row_dram + insn.x_stride)]
+                        m.next = "ROW"
+            with m.State("RETIRE"):
+                m.d.comb += self.push_s2g.eq(insn.push_prev)
+                with m.If(insn.push_prev & self.s2g_overflow):
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                m.next = "IDLE"
+        return m
