@@ -1,0 +1,91 @@
+"""The cycle-accurate simulator: the RTL's twin (SPEC §6).
+
+``run_image(image)`` runs one program image on a cycle model of ``hw/`` (block for block, in
+:mod:`sim.timing`) behind the same memory model as the RTL's test benches, and returns the
+DRAM (as the functional simulator leaves it), the cycle count (what the RTL's cycle counter
+shows, launch to done) and the RTL's busy/stall counters (``hw.core.COUNTERS``). An error in
+the program raises :class:`CycleSimulationError` with the ErrorCode and instruction index the
+RTL reports.
+
+Command line::
+
+    python -m sim.cycle run IMAGE.npz [--trace T.json] [--out RESULT.npz]
+    python -m sim.cycle crosscheck IMAGE.npz      # against the driver's rtl backend
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa.errors import ErrorCode
+from isa.image import ProgramImage, load_image
+from sim.functional import SimulationError
+from sim.timing.core import COUNTERS, Core
+
+__all__ = ["run_image", "CycleResult", "CycleSimulationError", "COUNTERS", "simulate"]
+
+DEFAULT_MAX_CYCLES = 1 << 40
+
+
+@dataclass
+class CycleResult:
+    """What one launch left behind."""
+
+    dram: np.ndarray
+    cycles: int
+    counters: dict = field(default_factory=dict)
+    error: ErrorCode = ErrorCode.NONE
+    error_index: int = 0
+    summary: dict = field(default_factory=dict)
+
+
+class CycleSimulationError(SimulationError):
+    """The core stopped with ``code`` at instruction ``index``; ``result`` holds the state."""
+
+    def __init__(self, code: ErrorCode, index: int, result: CycleResult):
+        self.result = result
+        super().__init__(code, index, f"the core stopped with {code.name} after "
+                                      f"{result.cycles} cycles")
+
+
+def _as_image(image) -> ProgramImage:
+    return image if isinstance(image, ProgramImage) else load_image(image)
+
+
+def simulate(image, *, max_cycles: int = DEFAULT_MAX_CYCLES, trace: bool = False) -> Core:
+    """Run ``image`` to the end and return the :class:`~sim.timing.core.Core` (never raises on
+    an error of the program)."""
+    image = _as_image(image)
+    core = Core(image.config, image.dram.copy(), image.insn_addr, image.insn_count)
+    if trace:
+        core.enable_trace()
+    core.run(max_cycles)
+    return core
+
+
+def run_image(image, *, trace=None, max_cycles: int = DEFAULT_MAX_CYCLES) -> CycleResult:
+    """Run one image (a ProgramImage or a path). ``trace``: a path for a Chrome-trace JSON.
+
+    Raises :class:`CycleSimulationError` if the core stops with an error and
+    ``TimeoutError`` if it does not finish within ``max_cycles``.
+    """
+    core = simulate(image, max_cycles=max_cycles, trace=trace is not None)
+    result = CycleResult(core.dram, core.cycles, dict(core.counters), core.error,
+                         core.error_index)
+    result.counters["bursts"] = core.mem.bursts
+    from sim.cycle_trace import summary, write_trace
+    result.summary = summary(core)
+    if trace is not None:
+        write_trace(core, trace)
+    if core.error != ErrorCode.NONE:
+        raise CycleSimulationError(core.error, core.error_index, result)
+    return result
+
+
+if __name__ == "__main__":
+    import sys
+
+    from sim.cycle_cli import main
+    sys.exit(main())

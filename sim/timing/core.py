@@ -1,0 +1,258 @@
+"""The whole core, one clock cycle at a time (``hw/core.py``): control, errors and counters."""
+
+from __future__ import annotations
+
+from isa.config import VTAConfig
+from isa.errors import ErrorCode
+from sim.functional import FunctionalSimulator, SimulationError
+
+from .compute import ComputeModule
+from .decode import Decoder
+from .fetch import FetchModule
+from .load import LoadModule
+from .memport import MemArbiter, MemoryTiming
+from .queues import CommandQueue, TokenQueues
+from .store import StoreModule
+
+__all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
+
+#: The RTL's event counters (``hw.core.COUNTERS``), in register-map order.
+COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
+            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+
+_NO_INDEX = (1 << 32) - 1
+
+
+class SemanticsMismatch(RuntimeError):
+    """The functional semantics rejected an instruction that the hardware model accepted."""
+
+
+class Core:
+    """``hw.core.VTACore`` behind the memory model, launched at cycle −1.
+
+    Cycle 0 is the first cycle the RTL's cycle counter counts (the launch pulse's next
+    cycle: ``go`` high, fetch starts). :meth:`step` simulates one cycle; ``done`` is the
+    register the bench polls, and ``cycles`` equals the RTL counter once it is set.
+    """
+
+    def __init__(self, cfg: VTAConfig, dram, insn_addr: int, insn_count: int):
+        self.cfg = cfg
+        self.dram = dram
+        self.dram_size = dram.size
+        self.sem = FunctionalSimulator(cfg, dram)
+        self.decoder = Decoder(cfg)
+        self.mem = MemoryTiming(cfg, dram.size)
+        self.arb = MemArbiter()
+        self.fetch = FetchModule(cfg, dram, insn_addr, insn_count, self.decoder)
+        self.load = LoadModule(cfg, dram.size, self._execute)
+        self.compute = ComputeModule(cfg, dram.size, self._execute, self.sem)
+        self.store = StoreModule(cfg, dram.size, self._execute)
+        self.modules = (self.load, self.compute, self.store)
+        self.queues = tuple(CommandQueue(cfg) for _ in range(3))
+        self.tokens = TokenQueues(cfg)
+        self.insn_count = insn_count
+        self.t = 0
+        self.running = False
+        self.done = False
+        self.fetch_err = self.mod_err = self.core_err = self.finish_seen = False
+        self.err_code = self.err_index = self.mod_code = self.mod_index = 0
+        self.counters = dict.fromkeys(COUNTERS, 0)
+
+    # ------------------------------------------------------------------ semantics
+    def _execute(self, d) -> None:
+        try:
+            self.sem.execute(d.insn)
+        except SimulationError as exc:
+            raise SemanticsMismatch(f"the functional semantics reject an instruction the "
+                                    f"hardware accepts: {exc}") from None
+
+    @property
+    def error(self) -> ErrorCode:
+        if self.fetch_err or self.core_err:
+            return ErrorCode(self.err_code)
+        if self.mod_err:
+            return ErrorCode(self.mod_code)
+        return ErrorCode.NONE
+
+    @property
+    def error_index(self) -> int:
+        if self.fetch_err or self.core_err:
+            return self.err_index
+        return self.mod_index if self.mod_err else 0
+
+    # ------------------------------------------------------------------ one cycle
+    def step(self) -> None:
+        t = self.t
+        fetch, load, compute, store = self.fetch, self.load, self.compute, self.store
+        lq, cq, sq = self.queues
+        tok, mem, arb = self.tokens, self.mem, self.arb
+        count = tok.count
+        go = t == 0
+        halt_modules = self.fetch_err or self.mod_err or self.core_err or self.finish_seen
+        fetch.comb(go, self.fetch_err or self.core_err, [q.w_rdy for q in self.queues],
+                   self.dram_size)
+        failed = self.fetch_err or self.core_err or (self.mod_err and fetch.quiet)
+        load.comb(t, lq.head_valid, lq.head, halt_modules, count[1] != 0)
+        compute.comb(t, cq.head_valid, cq.head, halt_modules, count[0] != 0, count[3] != 0)
+        store.comb(t, sq.head_valid, sq.head, halt_modules, count[2] != 0)
+
+        # Tokens: l2g 0, g2l 1, g2s 2, s2g 3.
+        lf = lq.head[1].f if load.pop else None
+        cf = cq.head[1].f if compute.pop else None
+        sf = sq.head[1].f if store.pop else None
+        pop = (bool(cf and cf["pop_prev"]), bool(lf and lf["pop_next"]),
+               bool(sf and sf["pop_prev"]), bool(cf and cf["pop_next"]))
+        push = (load.push[1], compute.push[0], compute.push[1], store.push[0])
+        if any(push):
+            if load.push[1] and tok.overflow(0, True, pop[0]):
+                load.err, load.err_index = ErrorCode.TOKEN_OVERFLOW, load.index
+            if (push[1] and tok.overflow(1, True, pop[1])) or \
+                    (push[2] and tok.overflow(2, True, pop[2])):
+                compute.err, compute.err_index = ErrorCode.TOKEN_OVERFLOW, compute.index
+            if push[3] and tok.overflow(3, True, pop[3]):
+                store.err, store.err_index = ErrorCode.TOKEN_OVERFLOW, store.index
+
+        # Memory port.
+        arb_busy = arb.busy
+        cmd_fire = [False, False, False, False]
+        rd_valid = [False, False, False, False]
+        rd_last = False
+        wr_ready = wr_ack = False
+        if not arb_busy:
+            if not failed:
+                cmds = (fetch.reader.bs.cur_beat * fetch.reader.bb
+                        if fetch.reader.fsm == 1 and fetch.issue_ok() else None,
+                        load.cmd(), compute.cmd(), store.cmd())
+                for i, c in enumerate(cmds):
+                    if c is not None:
+                        if i == 0:
+                            c = (c, fetch.reader.bs.burst())
+                        write = i == 3
+                        mem.command(t, c[0], c[1], write)
+                        cmd_fire[i] = True
+                        arb.busy, arb.grant, arb.is_write = True, i, write
+                        break
+        else:
+            g = arb.grant
+            if arb.is_write:
+                wr_ready = mem.wr_ready(t)
+                wr_ack = mem.wr_ack(t)
+                if wr_ready and store.wr_valid():
+                    mem.write_beat(t)
+                elif wr_ack:
+                    mem.acked()
+                    arb.busy = False
+            elif mem.rd_valid(t):
+                rd_valid[g] = True
+                rd_last = mem.beats_left == 1
+                ready = (fetch.reader.rd_ready() if g == 0 else
+                         load.rd_ready() if g == 1 else compute.rd_ready())
+                if ready:
+                    mem.read_beat()
+                    if rd_last:
+                        arb.busy = False
+                else:
+                    rd_last = rd_last  # the beat stays; last still marks it
+
+        # Errors, FINISH, deadlock, done.
+        running = self.running
+        new = {}
+        if running and fetch.err and not self.fetch_err and not self.core_err:
+            new["fetch_err"] = True
+            new["err"] = (fetch.err, fetch.err_index)
+        best = None
+        for mod in self.modules:
+            if mod.err and (best is None or mod.err_index < best[1]):
+                best = (mod.err, mod.err_index)
+        if running and not self.mod_err and best is not None:
+            new["mod_err"] = best
+        if running and compute.finish and best is None:
+            new["finish_seen"] = True
+        if running and not halt_modules and not fetch.err and fetch.quiet:
+            quiet = True
+            all_empty = True
+            blocked_min = _NO_INDEX
+            for mod, q in zip(self.modules, self.queues):
+                empty = mod.idle and q.level == 0
+                all_empty = all_empty and empty
+                if mod.blocked and q.head[0] < blocked_min:
+                    blocked_min = q.head[0]
+                if not (empty or mod.blocked):
+                    quiet = False
+                    break
+            if quiet:
+                new["core_err"] = True
+                if all_empty and fetch.all_dispatched:
+                    new["err"] = (ErrorCode.MISSING_FINISH, (self.insn_count - 1) & _NO_INDEX)
+                else:
+                    new["err"] = (ErrorCode.DEADLOCK, blocked_min)
+        done = False
+        if running:
+            if failed and not arb_busy:
+                done = True
+            if self.finish_seen and not self.mod_err and not self.fetch_err and fetch.quiet:
+                done = True
+
+        # Counters (the RTL counts while (running | go) & ~done: every simulated cycle).
+        c = self.counters
+        c["fetch_busy"] += fetch.busy
+        c["fetch_stall"] += fetch.stall
+        c["load_busy"] += (not load.idle) or load.pop
+        c["load_stall"] += load.blocked
+        c["compute_busy"] += (not compute.idle) or compute.pop
+        c["compute_stall"] += compute.blocked
+        c["store_busy"] += (not store.idle) or store.pop
+        c["store_stall"] += store.blocked
+        run = compute.run
+        if run is not None and run.done_lo <= t <= run.done_hi:
+            c["gemm_uops" if run.gemm else "alu_uops"] += 1
+        c["mem_busy"] += arb_busy
+
+        # Clock edge.
+        entry = (fetch.index, fetch.buf[0]) if fetch.dispatch is not None else None
+        heads = (lq.head, cq.head, sq.head)
+        fetch.update(go, cmd_fire[0], rd_valid[0], rd_last)
+        load.update(t, heads[0], cmd_fire[1], rd_valid[1], rd_last)
+        compute.update(t, heads[1], cmd_fire[2], rd_valid[2], rd_last)
+        store.update(t, heads[2], cmd_fire[3], wr_ready, wr_ack)
+        d = fetch.dispatch
+        for i, (q, mod) in enumerate(zip(self.queues, self.modules)):
+            q.update(d == i, entry, mod.pop)
+        tok.update(push, pop)
+        if go:
+            self.running = True
+        if "fetch_err" in new:
+            self.fetch_err = True
+        if "core_err" in new:
+            self.core_err = True
+        if "err" in new:
+            self.err_code, self.err_index = new["err"]
+        if "mod_err" in new:
+            self.mod_err = True
+            self.mod_code, self.mod_index = new["mod_err"]
+        if "finish_seen" in new:
+            self.finish_seen = True
+        self.done = done
+        self.t = t + 1
+
+    @property
+    def cycles(self) -> int:
+        return self.t
+
+
+def _run(self, max_cycles: int) -> None:
+    step = self.step
+    while not self.done:
+        if self.t >= max_cycles:
+            raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
+        step()
+
+
+def _enable_trace(self) -> None:
+    self.mem.log = []
+    for mod in self.modules:
+        mod.log = []
+
+
+Core.run = _run
+Core.enable_trace = _enable_trace

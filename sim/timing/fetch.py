@@ -1,0 +1,110 @@
+"""The fetch module (``hw/fetch.py``): instruction bursts into a buffer, dispatch to the queues."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from isa.config import VTAConfig
+from isa.errors import ErrorCode
+
+from .decode import Decoder
+from .dma import DmaReader
+
+__all__ = ["FetchModule", "fetch_buffer_depth"]
+
+F_IDLE, F_RUN, F_END, F_STOPPED = range(4)
+
+
+def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
+    """(instructions per full burst P, instruction-buffer depth 2P), as ``hw.fetch``."""
+    per = max(1, cfg.max_burst_beats * cfg.bus_bytes // 16)
+    return per, 2 * per
+
+
+class FetchModule:
+    """``hw.fetch.FetchModule``: ``start`` in *c* → the reader offers its first burst in
+    *c* + 1. Instructions enter a buffer of 2P entries; a burst is requested only while it
+    holds at most P. An instruction written into the buffer in *t* can be dispatched from
+    *t* + 1, one per cycle, stalling while its command queue is full (head-of-line). Field
+    errors are raised when the instruction reaches the dispatch point; fetch then stops.
+    """
+
+    def __init__(self, cfg: VTAConfig, dram, insn_addr: int, insn_count: int, decoder: Decoder):
+        self.per, self.depth = fetch_buffer_depth(cfg)
+        self.reader = DmaReader(cfg, 16, 32)
+        self.dram = dram
+        self.insn_addr, self.insn_count = insn_addr, insn_count
+        self.decoder = decoder
+        self.fsm = F_IDLE
+        self.running = False
+        self.index = 0
+        self.buf = deque()
+        self.delivered = 0       # elements the reader has delivered so far
+        # combinational outputs of the current cycle
+        self.busy = self.stall = self.quiet = self.all_dispatched = False
+        self.err = 0
+        self.err_index = 0
+        self.dispatch = None     # the queue number written this cycle, or None
+
+    def issue_ok(self) -> bool:
+        return self.running and len(self.buf) <= self.depth - self.per
+
+    def comb(self, start: bool, halt: bool, q_rdy, dram_size: int) -> None:
+        self.busy = self.stall = self.quiet = self.all_dispatched = False
+        self.err = 0
+        self.dispatch = None
+        fsm = self.fsm
+        if fsm == F_RUN:
+            self.busy = True
+            if self.buf and not halt:
+                d = self.buf[0]
+                if d.illegal:
+                    self.err, self.err_index = d.illegal, self.index
+                elif q_rdy[d.target]:
+                    self.dispatch = d.target
+                else:
+                    self.stall = self.quiet = True
+        elif fsm == F_IDLE:
+            if start and self.insn_count and \
+                    self.insn_addr + (self.insn_count << 4) > dram_size:
+                self.err, self.err_index = ErrorCode.DRAM_RANGE, 0
+        elif fsm == F_END:
+            self.quiet = self.all_dispatched = True
+        else:
+            self.quiet = True
+
+    def update(self, start: bool, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
+        reader = self.reader
+        out_valid = reader.out_valid(rd_valid)
+        fsm = self.fsm
+        rstart = fsm == F_IDLE and start and self.insn_count != 0 and not self.err
+        reader.update(rstart, self.insn_addr, self.insn_count, cmd_fire, rd_valid, rd_last)
+        popped = None
+        if self.dispatch is not None:
+            popped = self.buf.popleft()
+        if out_valid:
+            k = self.delivered
+            self.delivered += 1
+            if self.running and len(self.buf) + (popped is not None) != self.depth:
+                a = self.insn_addr + 16 * k
+                word = int.from_bytes(self.dram[a:a + 16].tobytes(), "little")
+                self.buf.append(self.decoder(word))
+        if fsm == F_IDLE:
+            if start:
+                self.index = 0
+                if self.insn_count == 0:
+                    self.fsm = F_END
+                elif self.err:
+                    self.fsm = F_STOPPED
+                else:
+                    self.running = True
+                    self.fsm = F_RUN
+        elif fsm == F_RUN:
+            if self.err:
+                self.running = False
+                self.fsm = F_STOPPED
+            elif self.dispatch is not None:
+                self.index += 1
+                if self.index == self.insn_count:
+                    self.running = False
+                    self.fsm = F_END

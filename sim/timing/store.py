@@ -1,0 +1,111 @@
+"""The store module (``hw/store.py``): STORE of the OUT buffer (narrowed ACC) to DRAM."""
+
+from __future__ import annotations
+
+from isa.config import VTAConfig
+
+from .common import ModuleBase, range_error
+from .dma import DmaWriter
+
+__all__ = ["StoreModule"]
+
+IDLE, ROW, WAIT, RETIRE = range(4)
+
+
+class StoreModule(ModuleBase):
+    """``hw.store.StoreModule``: start in *s* (g2s token if ``pop_prev``), range checks; per
+    row one ROW cycle starts the :class:`DmaWriter` (``x_size`` elements at
+    ``dram_base + y · x_stride``) and the OUT-buffer reader, WAIT until the writer's ``busy``
+    is low; one RETIRE cycle pushes s2g. ``x_size == 0`` or ``y_size == 0``: START, RETIRE.
+    The OUT reader keeps one registered element in front of the writer (the first element of
+    a row is there two cycles after ROW).
+    """
+
+    name = "store"
+
+    def __init__(self, cfg: VTAConfig, dram_size: int, execute):
+        super().__init__()
+        self.eb = cfg.out_elem_bytes
+        self.depth = cfg.acc_depth
+        self.writer = DmaWriter(cfg, self.eb, 16)
+        self.dram_size = dram_size
+        self.execute = execute
+        self.y = 0
+        self.row_dram = 0
+        self.left = 0
+        self.valid = False
+        self.go = False           # the instruction passes its checks this cycle
+
+    def cmd(self):
+        w = self.writer
+        if w.fsm == 1:
+            return w.bs.cur_beat * w.bb, w.bs.burst()
+        return None
+
+    def wr_valid(self) -> bool:
+        return self.writer.wr_valid(self.valid)
+
+    def comb(self, t: int, head_valid: bool, head, halt: bool, g2s_avail: bool) -> None:
+        self.clear()
+        self.go = False
+        fsm = self.fsm
+        if fsm == IDLE:
+            self.idle = True
+            if head_valid and not halt:
+                index, d = head
+                f = d.f
+                if f["pop_prev"] and not g2s_avail:
+                    self.blocked = True
+                    return
+                self.pop = True
+                if f["x_size"] == 0:
+                    self.go = True
+                    return
+                code = range_error(f, elem_bytes=self.eb, depth=self.depth,
+                                   dram_size=self.dram_size, padded=False)
+                if code:
+                    self.err, self.err_index = code, index
+                else:
+                    self.go = True
+        elif fsm == RETIRE:
+            self.push = (bool(self.d.f["push_prev"]), False)
+
+    def update(self, t: int, head, cmd_fire: bool, wr_ready: bool, wr_ack: bool) -> None:
+        fsm = self.fsm
+        w = self.writer
+        row = fsm == ROW
+        inp_ready = w.inp_ready(wr_ready)
+        advance = not self.valid or inp_ready
+        wbusy = w.busy
+        w.update(row, (self.row_dram * self.eb) & 0xFFFFFFFF, self.d.f["x_size"] if row else 0,
+                 cmd_fire, self.valid, wr_ready, wr_ack)
+        if row:
+            self.left = self.d.f["x_size"]
+            self.valid = False
+        elif advance:
+            self.valid = self.left != 0
+            if self.left:
+                self.left -= 1
+        if fsm == IDLE:
+            if self.go:
+                self.index, self.d = head
+                self.started_at = t
+                f = self.d.f
+                self.y = 0
+                self.row_dram = f["dram_base"]
+                self.execute(self.d)
+                self.fsm = RETIRE if f["x_size"] == 0 or f["y_size"] == 0 else ROW
+        elif fsm == ROW:
+            self.fsm = WAIT
+        elif fsm == WAIT:
+            if not wbusy:
+                f = self.d.f
+                if self.y == f["y_size"] - 1:
+                    self.fsm = RETIRE
+                else:
+                    self.y += 1
+                    self.row_dram += f["x_stride"]
+                    self.fsm = ROW
+        else:
+            self.retired(t)
+            self.fsm = IDLE
