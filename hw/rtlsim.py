@@ -76,7 +76,7 @@ def build(cfg: VTAConfig, *, waves: bool = False, verbose: bool = False) -> Path
     text = core_verilog(cfg)
     digest = hashlib.sha256((text + repr(BUILD_ARGS) + os.environ["CXXFLAGS"]).encode()
                             ).hexdigest()[:12]
-    folder = build_dir("rtl", f"{cfg.name}-{digest}" + ("-waves" if waves else ""))
+    folder = build_dir("rtl", f"{cfg.key}-{digest}" + ("-waves" if waves else ""))
     stamp = folder / "BUILT"
     with _locked(folder / ".lock"):
         if stamp.exists() and (folder / TOPLEVEL).exists():
