@@ -54,24 +54,26 @@ def _as_image(image) -> ProgramImage:
     return image if isinstance(image, ProgramImage) else load_image(image)
 
 
-def simulate(image, *, max_cycles: int = DEFAULT_MAX_CYCLES, trace: bool = False) -> Core:
+def simulate(image, *, max_cycles: int = DEFAULT_MAX_CYCLES, trace: bool = False,
+             fast: bool = True) -> Core:
     """Run ``image`` to the end and return the :class:`~sim.timing.core.Core` (never raises on
-    an error of the program)."""
+    an error of the program). ``fast=False`` steps every cycle (the reference for tests)."""
     image = _as_image(image)
     core = Core(image.config, image.dram.copy(), image.insn_addr, image.insn_count)
     if trace:
         core.enable_trace()
-    core.run(max_cycles)
+    core.run(max_cycles, fast)
     return core
 
 
-def run_image(image, *, trace=None, max_cycles: int = DEFAULT_MAX_CYCLES) -> CycleResult:
+def run_image(image, *, trace=None, max_cycles: int = DEFAULT_MAX_CYCLES,
+              fast: bool = True) -> CycleResult:
     """Run one image (a ProgramImage or a path). ``trace``: a path for a Chrome-trace JSON.
 
     Raises :class:`CycleSimulationError` if the core stops with an error and
     ``TimeoutError`` if it does not finish within ``max_cycles``.
     """
-    core = simulate(image, max_cycles=max_cycles, trace=trace is not None)
+    core = simulate(image, max_cycles=max_cycles, trace=trace is not None, fast=fast)
     result = CycleResult(core.dram, core.cycles, dict(core.counters), core.error,
                          core.error_index)
     result.counters["bursts"] = core.mem.bursts

@@ -57,6 +57,7 @@ class Core:
         self.fetch_err = self.mod_err = self.core_err = self.finish_seen = False
         self.err_code = self.err_index = self.mod_code = self.mod_index = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
+        self.tracing = False
 
     # ------------------------------------------------------------------ semantics
     def _execute(self, d) -> None:
@@ -114,6 +115,7 @@ class Core:
 
         # Memory port.
         arb_busy = arb.busy
+        cmds = None
         cmd_fire = [False, False, False, False]
         rd_valid = [False, False, False, False]
         rd_last = False
@@ -128,7 +130,7 @@ class Core:
                         if i == 0:
                             c = (c, fetch.reader.bs.burst())
                         write = i == 3
-                        mem.command(t, c[0], c[1], write)
+                        mem.command(t, c[0], c[1], write, i)
                         cmd_fire[i] = True
                         arb.busy, arb.grant, arb.is_write = True, i, write
                         break
@@ -140,7 +142,7 @@ class Core:
                 if wr_ready and store.wr_valid():
                     mem.write_beat(t)
                 elif wr_ack:
-                    mem.acked()
+                    mem.acked(t)
                     arb.busy = False
             elif mem.rd_valid(t):
                 rd_valid[g] = True
@@ -148,11 +150,15 @@ class Core:
                 ready = (fetch.reader.rd_ready() if g == 0 else
                          load.rd_ready() if g == 1 else compute.rd_ready())
                 if ready:
-                    mem.read_beat()
+                    mem.read_beat(t)
                     if rd_last:
                         arb.busy = False
                 else:
                     rd_last = rd_last  # the beat stays; last still marks it
+
+        if self.tracing:
+            self._observe(t, cmds if not arb_busy and not failed else None, cmd_fire,
+                          arb_busy, rd_valid, wr_ready)
 
         # Errors, FINISH, deadlock, done.
         running = self.running
@@ -240,19 +246,154 @@ class Core:
         return self.t
 
 
-def _run(self, max_cycles: int) -> None:
+def _snapshot(self) -> tuple:
+    """Every register that a cycle can change, except time itself (see :meth:`run`)."""
+    f, ld, cp, st = self.fetch, self.load, self.compute, self.store
+    fr, la, ca, w = f.reader, ld.active, cp.active, st.writer
+    lr, cr = la.reader, ca.reader
+    lq, cq, sq = self.queues
+    m = self.mem
+    return (self.running, self.done, self.fetch_err, self.mod_err, self.core_err,
+            self.finish_seen, m.state, m.beats_left, m.bursts, self.arb.busy,
+            f.fsm, f.index, len(f.buf), f.delivered, fr.fsm, fr.bs.beats_left, fr.cnt, fr.lane,
+            ld.fsm, ld.index, id(la), la.fsm, la.r, la.n, lr.fsm, lr.bs.beats_left, lr.cnt,
+            lr.lane,
+            cp.fsm, cp.index, id(ca), ca.fsm, ca.r, ca.n, cr.fsm, cr.bs.beats_left, cr.cnt,
+            cr.lane,
+            st.fsm, st.index, st.y, st.left, st.valid, w.fsm, w.beat, w.bs.beats_left, w.sub,
+            w.lane, w.left,
+            len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid, len(sq.inner),
+            sq.head_valid, *self.tokens.count)
+
+
+def _next_event(self, t: int) -> int:
+    """The first cycle ≥ ``t`` in which a time comparison of some block changes its outputs."""
+    nxt = []
+    m = self.mem
+    if m.state in (1, 2):          # READ / WRITE: data from next_at on
+        nxt.append(m.next_at)
+    elif m.state == 3:
+        nxt.append(m.ack_at)
+    run = self.compute.run
+    if run is not None and self.compute.fsm == 2:
+        nxt += (run.err_at, run.busy_end + 1, run.done_lo, run.done_hi + 1)
+    later = [x for x in nxt if x >= t]
+    return min(later) if later else t
+
+
+def _skip(self, until: int) -> None:
+    """Advance from ``self.t`` to ``until`` through cycles identical to the last one."""
+    t = self.t
+    n = until - t
+    fetch, load, compute, store = self.fetch, self.load, self.compute, self.store
+    c = self.counters
+    c["fetch_busy"] += fetch.busy * n
+    c["fetch_stall"] += fetch.stall * n
+    c["load_busy"] += ((not load.idle) or load.pop) * n
+    c["load_stall"] += load.blocked * n
+    c["compute_busy"] += ((not compute.idle) or compute.pop) * n
+    c["compute_stall"] += compute.blocked * n
+    c["store_busy"] += ((not store.idle) or store.pop) * n
+    c["store_stall"] += store.blocked * n
+    c["mem_busy"] += self.arb.busy * n
+    run = compute.run
+    if run is not None:
+        c["gemm_uops" if run.gemm else "alu_uops"] += run.done_pulses(t, until)
+    if self.tracing:
+        waiting, idle_owner = self._last_wait
+        for i in waiting:
+            self.mem_wait[_CLIENTS[i]][0] += n
+        if idle_owner is not None:
+            self.mem_wait[_CLIENTS[idle_owner]][1] += n
+    self.t = until
+
+
+def _run(self, max_cycles: int, fast: bool = True) -> None:
+    """Step to ``done``. ``fast``: a cycle that changed no register (same snapshot before and
+    after) repeats exactly until some block's time comparison changes (memory latency, the
+    end of a GEMM/ALU run): jump there at once."""
     step = self.step
+    prev = None
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
         step()
+        if fast:
+            snap = self.snapshot()
+            if snap == prev:
+                until = min(self.next_event(self.t), max_cycles)
+                if until > self.t:
+                    self.skip(until)
+                    self.skipped += 1
+            prev = snap
+    if self.tracing:
+        self.close_spans()
 
 
 def _enable_trace(self) -> None:
+    """Record instruction spans, token waits, bursts and memory waits (for sim.cycle_trace)."""
+    self.tracing = True
     self.mem.log = []
     for mod in self.modules:
         mod.log = []
+    self.blocked_spans = {m.name: [] for m in self.modules}
+    self.fetch_stall_spans = []
+    self._since = {}
+    #: per client: cycles with a command waiting for the port, and cycles owning the port
+    #: without a beat moving (latency, ack)
+    self.mem_wait = {name: [0, 0] for name in ("fetch", "load", "compute", "store")}
+    self._last_wait = (None, None)
+
+
+_CLIENTS = ("fetch", "load", "compute", "store")
+
+
+def _observe(self, t, cmds, cmd_fire, arb_busy, rd_valid, wr_ready) -> None:
+    waiting = None
+    if cmds is not None:
+        waiting = [i for i, c in enumerate(cmds) if c is not None and not cmd_fire[i]]
+    elif arb_busy:
+        pend = (self.fetch.reader.fsm == 1 and self.fetch.issue_ok(), self.load.cmd(),
+                self.compute.cmd(), self.store.cmd())
+        waiting = [i for i, c in enumerate(pend) if c and i != self.arb.grant]
+    for i in waiting or ():
+        self.mem_wait[_CLIENTS[i]][0] += 1
+    idle_owner = None
+    if arb_busy and not any(rd_valid) and not (wr_ready and self.store.wr_valid()):
+        idle_owner = self.arb.grant
+        self.mem_wait[_CLIENTS[idle_owner]][1] += 1
+    self._last_wait = (waiting or (), idle_owner)
+    for mod in self.modules:
+        self._span(mod.name, mod.blocked, t, self.blocked_spans[mod.name])
+    self._span("fetch", self.fetch.stall, t, self.fetch_stall_spans)
+
+
+def _span(self, key, on, t, spans) -> None:
+    since = self._since.get(key)
+    if on and since is None:
+        self._since[key] = t
+    elif not on and since is not None:
+        spans.append((since, t))
+        del self._since[key]
+
+
+def _close_spans(self) -> None:
+    t = self.t
+    for key, since in list(self._since.items()):
+        spans = self.fetch_stall_spans if key == "fetch" else self.blocked_spans[key]
+        spans.append((since, t))
+    self._since.clear()
+
+
+Core.observe = _observe
+Core._observe = _observe
+Core._span = _span
+Core.close_spans = _close_spans
 
 
 Core.run = _run
+Core.snapshot = _snapshot
+Core.next_event = _next_event
+Core.skip = _skip
+Core.skipped = 0
 Core.enable_trace = _enable_trace

@@ -42,7 +42,7 @@ class MemoryTiming:
         self.bursts = 0
         self.read_beats = 0
         self.write_beats = 0
-        self.log = None     # list of (cycle, write, addr, beats) when tracing
+        self.log = None     # list of (cycle, write, addr, beats, client) when tracing
 
     def check(self, addr: int, beats: int, write: bool) -> None:
         bb = self.bb
@@ -69,20 +69,22 @@ class MemoryTiming:
     def wr_ack(self, t: int) -> bool:
         return self.state == ACK and t == self.ack_at
 
-    def command(self, t: int, addr: int, beats: int, write: bool) -> None:
+    def command(self, t: int, addr: int, beats: int, write: bool, client: int = 0) -> None:
         self.check(addr, beats, write)
         self.bursts += 1
         if self.log is not None:
-            self.log.append((t, write, addr, beats))
+            self.log.append([t, write, addr, beats, client, None])
         self.beats_left = beats
         self.state = WRITE if write else READ
         self.next_at = t + 1 if write else t + self.latency
 
-    def read_beat(self) -> None:
+    def read_beat(self, t: int) -> None:
         self.read_beats += 1
         self.beats_left -= 1
         if self.beats_left == 0:
             self.state = IDLE
+            if self.log is not None:
+                self.log[-1][5] = t + 1
 
     def write_beat(self, t: int) -> None:
         self.write_beats += 1
@@ -91,8 +93,10 @@ class MemoryTiming:
             self.state = ACK
             self.ack_at = t + self.latency
 
-    def acked(self) -> None:
+    def acked(self, t: int) -> None:
         self.state = IDLE
+        if self.log is not None:
+            self.log[-1][5] = t + 1
 
 
 class MemArbiter:
