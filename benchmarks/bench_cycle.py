@@ -1,0 +1,148 @@
+"""Simulated cycles per second of the cycle-accurate simulator and of the compiled RTL.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default] [--blocks 0]
+
+Two long programs, each at least a million cycles: a blocked GEMM (per block: load an INP
+tile and a WGT tile, one GEMM over them, store the block) and a convolution-like program (a
+3 × 3 kernel over padded input tiles, weights loaded once, ReLU and requantisation by ALU,
+store). Both run on ``sim.cycle`` and on the driver's ``rtl`` backend (its Verilator build is
+cached and not timed); cycles, counters and DRAM must agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from driver import Device, Loop, MemType, Uop, gemm_kernel  # noqa: E402
+from driver.kernel import alu_kernel  # noqa: E402
+from isa.encoding import AluOp  # noqa: E402
+
+
+def blocked_gemm(config: str, blocks: int):
+    """``blocks`` × (load 128 × 8 INP tiles and 8 × 8 WGT tiles, GEMM 8192 micro-ops, store)."""
+    dev = Device(config, dram_bytes=64 << 20)
+    c = dev.config
+    rng = np.random.default_rng(1)
+    mi, ki, no = 128, 8, 8
+    inp = dev.array(rng.integers(-3, 3, (blocks, mi * ki, c.batch, c.block_in), dtype=np.int8))
+    wgt = dev.array(rng.integers(-3, 3, (blocks, no * ki, c.block_out, c.block_in),
+                                 dtype=np.int8))
+    out = dev.empty((blocks, mi * no, c.batch, c.block_out), np.int8)
+    reset = gemm_kernel([Uop(0, 0, 0)], [Loop(mi * no, 1, 0, 0)], reset=True)
+    kernel = gemm_kernel([Uop(0, k, k) for k in range(ki)],
+                         [Loop(mi, no, ki, 0), Loop(no, 1, 0, ki)])
+    s = dev.stream()
+    for b in range(blocks):
+        if b:
+            s.dep_pop("compute", "load")
+        s.load_2d(MemType.INP, 0, inp, b * mi * ki, x_size=mi * ki)
+        s.load_2d(MemType.WGT, 0, wgt, b * no * ki, x_size=no * ki)
+        s.dep_push("load", "compute")
+        s.dep_pop("load", "compute")
+        if b:
+            s.dep_pop("store", "compute")
+        s.gemm(reset)
+        s.gemm(kernel)
+        s.dep_push("compute", "load")
+        s.dep_push("compute", "store")
+        s.dep_pop("compute", "store")
+        s.store_2d(0, out, b * mi * no, x_size=mi * no)
+        s.dep_push("store", "compute")
+    s.dep_pop("store", "compute")
+    s.dep_pop("compute", "load")
+    return s.build_image()
+
+
+def conv_like(config: str, tiles: int):
+    """``tiles`` × (a padded 16 × 16 input tile, 3 × 3 × 4 output blocks, ReLU, shift, store)."""
+    dev = Device(config, dram_bytes=64 << 20)
+    c = dev.config
+    rng = np.random.default_rng(2)
+    h = w = 16
+    no = 4
+    inp = dev.array(rng.integers(-3, 3, (tiles, h * w, c.batch, c.block_in), dtype=np.int8))
+    wgt = dev.array(rng.integers(-3, 3, (no * 9, c.block_out, c.block_in), dtype=np.int8))
+    out = dev.empty((tiles, h * w * no, c.batch, c.block_out), np.int8)
+    wp = w + 2
+    reset = gemm_kernel([Uop(0, 0, 0)], [Loop(h * w * no, 1, 0, 0)], reset=True)
+    conv = gemm_kernel([Uop(n, ky * wp + kx, n * 9 + ky * 3 + kx)
+                        for n in range(no) for ky in range(3) for kx in range(3)],
+                       [Loop(h, w * no, wp, 0), Loop(w, no, 1, 0)])
+    relu = alu_kernel(AluOp.MAX, [Uop(0, 0, 0)], [Loop(h * w * no, 1, 0, 0)], imm=0)
+    shift = alu_kernel(AluOp.SHR, [Uop(0, 0, 0)], [Loop(h * w * no, 1, 0, 0)], imm=2)
+    s = dev.stream()
+    s.load_2d(MemType.WGT, 0, wgt, x_size=no * 9)
+    for t in range(tiles):
+        if t:
+            s.dep_pop("compute", "load")
+        s.load_2d(MemType.INP, 0, inp, t * h * w, x_size=w, y_size=h, y_pad=(1, 1),
+                  x_pad=(1, 1))
+        s.dep_push("load", "compute")
+        s.dep_pop("load", "compute")
+        if t:
+            s.dep_pop("store", "compute")
+        s.gemm(reset)
+        s.gemm(conv)
+        s.dep_push("compute", "load")
+        s.alu(relu)
+        s.alu(shift)
+        s.dep_push("compute", "store")
+        s.dep_pop("compute", "store")
+        s.store_2d(0, out, t * h * w * no, x_size=h * w * no)
+        s.dep_push("store", "compute")
+    s.dep_pop("store", "compute")
+    s.dep_pop("compute", "load")
+    return s.build_image()
+
+
+def _time(run, image):
+    start = time.perf_counter()
+    result = run(image)
+    return result, time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="default")
+    ap.add_argument("--scale", type=float, default=1.0, help="program length factor")
+    args = ap.parse_args(argv)
+    from driver.backends import BackendUnavailable, get_backend
+    from sim.cycle import run_image
+    programs = {"blocked GEMM": blocked_gemm(args.config, max(1, int(60 * args.scale))),
+                "convolution-like": conv_like(args.config, max(1, int(70 * args.scale)))}
+    try:
+        rtl = get_backend("rtl")
+        from driver.backends.rtl import build_harness
+        build_harness(next(iter(programs.values())).config)
+    except BackendUnavailable as exc:
+        rtl = None
+        print(f"rtl: not available ({exc})")
+    status = 0
+    for name, image in programs.items():
+        sim, sim_s = _time(run_image, image)
+        line = (f"{name}: {image.insn_count} instructions, {sim.cycles} cycles; "
+                f"cycle sim {sim_s:.2f} s = {sim.cycles / sim_s / 1e6:.2f} M cycles/s")
+        if rtl is not None:
+            ref, rtl_s = _time(rtl.run, image)
+            same = (ref.cycles == sim.cycles and np.array_equal(ref.dram, sim.dram)
+                    and all(ref.counters[k] == sim.counters[k] for k in ref.counters))
+            line += (f"; rtl {rtl_s:.2f} s = {ref.cycles / rtl_s / 1e6:.2f} M cycles/s; "
+                     f"speed-up {rtl_s / sim_s:.1f}x; "
+                     f"{'exact' if same else 'MISMATCH'}")
+            status |= not same
+        print(line)
+        s = sim.summary
+        print(f"  GEMM utilisation {s['mac_utilisation']:.1%}, memory busy "
+              f"{s['mem_busy_fraction']:.1%}, {s['bandwidth_bytes_per_cycle']:.2f} bytes/cycle")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
