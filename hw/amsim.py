@@ -5,7 +5,6 @@ Same memory model and launch sequence as the cocotb bench (:mod:`hw.cocotb_core`
 
 from __future__ import annotations
 
-import numpy as np
 from amaranth.sim import Simulator
 
 from .core import COUNTERS, VTACore
