@@ -153,8 +153,6 @@ class Core:
                     mem.read_beat(t)
                     if rd_last:
                         arb.busy = False
-                else:
-                    rd_last = rd_last  # the beat stays; last still marks it
 
         if self.tracing:
             self._observe(t, cmds if not arb_busy and not failed else None, cmd_fire,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from isa.config import VTAConfig
 from isa.encoding import MemType
-from isa.errors import ErrorCode
 
 from .common import ModuleBase, range_error
 from .dma import TensorLoader

@@ -27,7 +27,7 @@ from ..conftest import reference_vectors
 FULL = bool(os.environ.get("VTA_FULL"))
 
 try:
-    from driver.backends.base import BackendUnavailable, DeviceError
+    from driver.backends.base import DeviceError
     from driver.backends.rtl import RtlBackend
     RtlBackend.check_available()
     RTL = RtlBackend()
