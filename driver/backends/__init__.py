@@ -2,7 +2,7 @@
 
 =============  ==========================================================================
 ``functional`` :mod:`sim.functional`, the architectural reference (no cycles)
-``cycle``      :mod:`sim.cycle`, the RTL's cycle-accurate twin (when that module exists)
+``cycle``      :mod:`sim.cycle`, the RTL's cycle-accurate twin
 ``rtl``        the Verilated core with its memory model in C++ (when hw/ can be built)
 ``board``      an FPGA over its host link and register map (needs a link object)
 =============  ==========================================================================

@@ -1,8 +1,7 @@
-"""The ``cycle`` backend: the cycle-accurate simulator (``sim/cycle.py``, a later session).
+"""The ``cycle`` backend: the cycle-accurate simulator ``sim.cycle``, the RTL's twin.
 
-The contract it will meet: ``sim.cycle.run_image(image)`` returns an object with ``dram``,
-``counters`` and ``cycles``, the cycles equal to the RTL's (SPEC §6). Until that module
-exists, building this backend raises :class:`BackendUnavailable`.
+``sim.cycle.run_image(image)`` returns ``dram``, ``counters`` and ``cycles``; the cycles and
+every busy/stall counter equal the RTL's (SPEC §6, docs/timing.md).
 """
 
 from __future__ import annotations
@@ -24,13 +23,13 @@ class CycleBackend(Backend):
         try:
             self._sim = importlib.import_module("sim.cycle")
         except ImportError:
-            raise BackendUnavailable("backend 'cycle' is not available yet: sim/cycle.py "
-                                     "does not exist") from None
+            raise BackendUnavailable("backend 'cycle' is not available: sim/cycle.py is "
+                                     "missing from this checkout") from None
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
         try:
             result = self._sim.run_image(image)
-        except Exception as exc:  # the simulator's own error types are not fixed yet
+        except Exception as exc:  # CycleSimulationError carries code and index
             if hasattr(exc, "code") and hasattr(exc, "index"):
                 raise DeviceError(str(exc), code=exc.code, index=exc.index,
                                   field=getattr(exc, "field", None),
