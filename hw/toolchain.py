@@ -54,7 +54,7 @@ def setup_verilator() -> Path:
 
 
 def build_dir(*parts: str) -> Path:
-    """A cache folder under the repository's git-ignored ``build/``."""
-    path = REPO_ROOT.joinpath("build", *parts)
+    """A cache folder under the repository's git-ignored ``build/`` (or ``$VTA_HW_BUILD``)."""
+    path = Path(os.environ.get("VTA_HW_BUILD", REPO_ROOT / "build")).joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -99,7 +99,6 @@ def test_shell_runs_programs_over_axi(tmp_path, backpressure):
         assert 0 < out["max_len"] <= images[0].config.max_burst_beats
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_axi_master_rejects_bursts_that_could_cross_4k():
     cfg = load_config("small").replace(max_burst_beats=256, log_bus_width=9)
     with pytest.raises(ValueError, match="must divide 4096"):
