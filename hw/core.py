@@ -135,7 +135,7 @@ class VTACore(wiring.Component):
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
-            self.running.eq(running), self.done.eq(done),
+            self.running.eq(running & ~done), self.done.eq(done),
             self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
                                    Mux(mod_err, mod_code, 0))),
             self.error_index.eq(Mux(fetch_err | core_err_latched, err_index,
