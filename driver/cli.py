@@ -42,8 +42,33 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="give up (with the state of the busy modules) after this long")
     p.add_argument("--link", default=None,
                    help="board only: the host link ('sim' for the simulated board)")
+    p.add_argument("--trace", metavar="FILE.json", default=None,
+                   help="cycle only: write a per-module timeline in the Chrome trace format "
+                        "(open it in ui.perfetto.dev) and print the utilisation summary")
+    p.add_argument("--waveform", metavar="FILE.vcd", default=None,
+                   help="rtl only: run through the cocotb bench and write a VCD waveform")
     p.set_defaults(func=run_command)
+
+    c = subparsers.add_parser(
+        "crosscheck", help="run an image on the cycle simulator and the RTL and compare",
+        description="Run one image on the cycle-accurate simulator and on the Verilated RTL; "
+                    "when cycles or counters differ, print the first divergence (cycle, "
+                    "module, state).")
+    c.add_argument("image", metavar="IMAGE.npz")
+    c.set_defaults(func=crosscheck_command)
     return p
+
+
+def crosscheck_command(args: argparse.Namespace) -> int:
+    from sim.cycle_crosscheck import crosscheck
+
+    try:
+        load_image(args.image)
+    except ImageError as exc:
+        return _fail(f"{args.image}: {exc}", EXIT_USAGE)
+    result = crosscheck(args.image)
+    print(result.report())
+    return EXIT_OK if result.same else EXIT_PROGRAM_ERROR
 
 
 def _fail(message: str, status: int) -> int:
@@ -58,8 +83,11 @@ def run_command(args: argparse.Namespace) -> int:
     if functional_only and args.backend != "functional":
         return _fail(f"{', '.join(functional_only)} applies to the functional backend only",
                      EXIT_USAGE)
-    if args.link is not None and args.backend != "board":
-        return _fail("--link applies to the board backend only", EXIT_USAGE)
+    for option, value, backend in (("--link", args.link, "board"),
+                                   ("--trace", args.trace, "cycle"),
+                                   ("--waveform", args.waveform, "rtl")):
+        if value is not None and args.backend != backend:
+            return _fail(f"{option} applies to the {backend} backend only", EXIT_USAGE)
     try:
         image = load_image(args.image)
     except ImageError as exc:
@@ -69,6 +97,10 @@ def run_command(args: argparse.Namespace) -> int:
         options = dict(schedule=args.schedule, seed=args.seed, check_races=args.check_races)
     elif args.backend == "board":
         options = dict(link=args.link)
+    elif args.backend == "cycle":
+        options = dict(trace=args.trace)
+    elif args.backend == "rtl" and args.waveform:
+        options = dict(waveform=args.waveform)
     try:
         backend = get_backend(args.backend, **options)
         result = backend.run(image, timeout=args.timeout)
@@ -95,7 +127,17 @@ def run_command(args: argparse.Namespace) -> int:
     if result.cycles is not None:
         summary += f", {result.cycles} cycles"
     print(summary + (f" -> {args.out}" if args.out else ""))
+    if result.summary and args.trace:
+        _print_summary(result.summary)
+        print(f"trace: {args.trace} (open it in ui.perfetto.dev)")
     return EXIT_OK
+
+
+def _print_summary(summary: dict) -> None:
+    for key, value in summary.items():
+        if isinstance(value, float):
+            value = f"{value:.3f}"
+        print(f"  {key:<28} {value}")
 
 
 def main(argv=None) -> int:

@@ -55,3 +55,37 @@ def test_console_entry_point_help():
     assert proc.returncode == 0
     for command in ("sim", "asm", "disasm", "config"):
         assert command in proc.stdout
+
+
+SMALL_IMAGE = ROOT / "tests" / "data" / "conformance" / "small-pub-sram-edges.in.npz"
+
+
+def test_run_cycle_with_trace(tmp_path, capsys):
+    import json
+
+    trace = tmp_path / "t.json"
+    assert main(["run", str(SMALL_IMAGE), "--backend", "cycle", "--trace", str(trace),
+                 "--out", str(tmp_path / "r.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "gemm_busy_fraction" in out and "token_wait_cycles" in out
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any(e.get("ph") == "X" and e["name"].startswith("GEMM") for e in events)
+
+
+def test_run_option_for_another_backend_is_refused(capsys):
+    assert main(["run", str(SMALL_IMAGE), "--backend", "functional", "--trace", "x.json"]) == 2
+    assert "--trace applies to the cycle backend only" in capsys.readouterr().err
+
+
+def test_rtl_waveform_and_crosscheck(tmp_path, capsys):
+    import numpy as np
+
+    wave = tmp_path / "run.vcd"
+    assert main(["run", str(SMALL_IMAGE), "--backend", "rtl", "--waveform", str(wave),
+                 "--out", str(tmp_path / "r.npz")]) == 0
+    assert wave.read_text(errors="replace").startswith("$") and wave.stat().st_size > 10_000
+    expect = np.load(str(SMALL_IMAGE).replace(".in.npz", ".expect.npz"))["dram"]
+    assert np.array_equal(np.load(tmp_path / "r.npz")["dram"], expect)
+    assert main(["crosscheck", str(SMALL_IMAGE)]) == 0
+    assert "identical" in capsys.readouterr().out

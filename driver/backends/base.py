@@ -20,6 +20,7 @@ class RunResult:
     counters: dict = field(default_factory=dict)
     cycles: int | None = None
     backend: str = ""
+    summary: dict | None = None   # the cycle simulator's utilisation/bandwidth summary
 
 
 class DeviceError(RuntimeError):

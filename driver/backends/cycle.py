@@ -19,7 +19,8 @@ class CycleBackend(Backend):
     name = "cycle"
     has_cycles = True
 
-    def __init__(self):
+    def __init__(self, *, trace: "str | None" = None):
+        self.trace = trace
         try:
             self._sim = importlib.import_module("sim.cycle")
         except ImportError:
@@ -28,11 +29,12 @@ class CycleBackend(Backend):
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
         try:
-            result = self._sim.run_image(image)
+            result = self._sim.run_image(image, trace=self.trace)
         except Exception as exc:  # CycleSimulationError carries code and index
             if hasattr(exc, "code") and hasattr(exc, "index"):
                 raise DeviceError(str(exc), code=exc.code, index=exc.index,
                                   field=getattr(exc, "field", None),
                                   value=getattr(exc, "value", None)) from None
             raise
-        return RunResult(result.dram, dict(result.counters), int(result.cycles), self.name)
+        return RunResult(result.dram, dict(result.counters), int(result.cycles), self.name,
+                         getattr(result, "summary", None))

@@ -113,8 +113,10 @@ class RtlBackend(Backend):
     name = "rtl"
     has_cycles = True
 
-    def __init__(self, *, max_cycles: int = DEFAULT_MAX_CYCLES, verbose_build: bool = False):
+    def __init__(self, *, max_cycles: int = DEFAULT_MAX_CYCLES, verbose_build: bool = False,
+                 waveform: "str | Path | None" = None):
         self.max_cycles, self.verbose_build = max_cycles, verbose_build
+        self.waveform = waveform
 
     @staticmethod
     def check_available() -> None:
@@ -122,6 +124,8 @@ class RtlBackend(Backend):
         _toolchain()
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
+        if self.waveform is not None:
+            return self._run_with_waveform(image)
         exe = build_harness(image.config, verbose=self.verbose_build)
         cfg = image.config
         with tempfile.TemporaryDirectory(prefix="vta-rtl-") as tmp:
@@ -143,6 +147,19 @@ class RtlBackend(Backend):
                                    f"{err.decode(errors='replace')[-2000:]}")
             raw = dst.read_bytes()
         return self._result(image, raw, stopped, timeout)
+
+    def _run_with_waveform(self, image: ProgramImage) -> RunResult:
+        """The same core through the cocotb bench (slower), which records a VCD waveform."""
+        from hw.rtlsim import RtlSimulationError, run_image
+
+        try:
+            result = run_image(image, waveform=self.waveform, max_cycles=self.max_cycles)
+        except RtlSimulationError as exc:
+            raise describe_error(image, exc.code, exc.index, "the core") from None
+        except TimeoutError as exc:
+            raise DeviceTimeout(str(exc), field="timeout", value=self.max_cycles) from None
+        counters = dict(result.counters, bursts=result.bursts)
+        return RunResult(result.dram, counters, result.cycles, self.name)
 
     def _result(self, image: ProgramImage, raw: bytes, stopped: bool, timeout) -> RunResult:
         if raw[:8] != b"VTARES1\0":
