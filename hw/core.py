@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
+from isa.registers import COUNTERS
 
 from .compute import ComputeModule
 from .fetch import FetchModule
@@ -21,9 +22,8 @@ from .store import StoreModule
 
 __all__ = ["VTACore", "COUNTERS"]
 
-#: The per-run event counters (32 bits each), in register-map order. See docs/hardware.md.
-COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
-            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+# COUNTERS (the per-run event counters, 32 bits each, in register-map order) is
+# isa.registers.COUNTERS, re-exported here.
 
 
 class VTACore(wiring.Component):

@@ -6,30 +6,16 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from isa import registers as R
 from isa.config import VTAConfig
+from isa.registers import COUNTERS, CSR_ID, REGISTERS
 
 from .axi import AxiLiteSignature
-from .core import COUNTERS
 
 __all__ = ["ControlRegisters", "REGISTERS", "CSR_ID"]
 
-#: Identification word at 0x7C ("VTA", register-map version 1).
-CSR_ID = 0x56544101
-
-#: Register map: byte offset -> (name, access). 32-bit registers.
-REGISTERS = {
-    0x00: ("CTRL", "rw"),          # write bit 0 = 1: launch; read: bit 0 running, bit 1 done,
-                                   #   bit 2 error (ERROR_CODE != 0)
-    0x04: ("ERROR_CODE", "r"),
-    0x08: ("ERROR_INDEX", "r"),
-    0x0C: ("INSN_ADDR", "rw"),
-    0x10: ("INSN_COUNT", "rw"),
-    0x14: ("DRAM_SIZE", "rw"),
-    0x18: ("CYCLES_LO", "r"),
-    0x1C: ("CYCLES_HI", "r"),
-    **{0x20 + 4 * i: (name.upper(), "r") for i, name in enumerate(COUNTERS)},
-    0x7C: ("ID", "r"),
-}
+# The map (offsets, access, CTRL bits, CSR_ID, counters) is isa/registers.py's; this module
+# only wires it to the core.
 
 
 class ControlRegisters(wiring.Component):
@@ -72,14 +58,14 @@ class ControlRegisters(wiring.Component):
         with m.If(accept_w):
             m.d.sync += bvalid.eq(1)
             with m.Switch(bus.awaddr[2:]):
-                with m.Case(0x00 >> 2):
-                    with m.If(bus.wdata[0] & ~self.running):
+                with m.Case(R.CTRL >> 2):
+                    with m.If(bus.wdata[R.CTRL_LAUNCH.bit_length() - 1] & ~self.running):
                         m.d.sync += launch.eq(1)
-                with m.Case(0x0C >> 2):
+                with m.Case(R.INSN_ADDR >> 2):
                     m.d.sync += insn_addr.eq(bus.wdata)
-                with m.Case(0x10 >> 2):
+                with m.Case(R.INSN_COUNT >> 2):
                     m.d.sync += insn_count.eq(bus.wdata)
-                with m.Case(0x14 >> 2):
+                with m.Case(R.DRAM_SIZE >> 2):
                     m.d.sync += dram_size.eq(bus.wdata)
         with m.Elif(bvalid & bus.bready):
             m.d.sync += bvalid.eq(0)
@@ -89,13 +75,16 @@ class ControlRegisters(wiring.Component):
         rdata = Signal(32)
         m.d.comb += [bus.rvalid.eq(rvalid), bus.rdata.eq(rdata), bus.rresp.eq(0),
                      bus.arready.eq(~rvalid)]
-        values = {
-            0x00: self.running | (self.done << 1) | ((self.error_code != 0) << 2),
-            0x04: self.error_code, 0x08: self.error_index, 0x0C: insn_addr, 0x10: insn_count,
-            0x14: dram_size, 0x18: self.cycles[:32], 0x1C: self.cycles[32:],
-            **{0x20 + 4 * i: getattr(self, name) for i, name in enumerate(COUNTERS)},
-            0x7C: CSR_ID,
+        by_name = {
+            "CTRL": self.running | (self.done << 1) | ((self.error_code != 0) << 2),
+            "ERROR_CODE": self.error_code, "ERROR_INDEX": self.error_index,
+            "INSN_ADDR": insn_addr, "INSN_COUNT": insn_count, "DRAM_SIZE": dram_size,
+            "CYCLES_LO": self.cycles[:32], "CYCLES_HI": self.cycles[32:],
+            **{name.upper(): getattr(self, name) for name in COUNTERS},
+            "ID": CSR_ID,
         }
+        assert (R.CTRL_RUNNING, R.CTRL_DONE, R.CTRL_ERROR) == (1, 2, 4)   # the CTRL word above
+        values = {offset: by_name[name] for offset, (name, _) in REGISTERS.items()}
         with m.If(bus.arvalid & ~rvalid):
             m.d.sync += rvalid.eq(1)
             with m.Switch(bus.araddr[2:]):

@@ -10,6 +10,12 @@ cycle-accurate simulator can reuse it. Timing, for a command handshake in cycle 
   ``wr_ack`` pulses in cycle *u* + ``latency``; the model is idle from *u* + ``latency`` + 1.
 * ``cmd_ready`` is high exactly when the model is idle.
 
+DRAM whose size is not a multiple of the bus width: the core reads whole beats, so a transfer
+that ends in the last, partial beat reads past the image's DRAM. The model pads DRAM to a whole
+number of beats with zeros: reads of the padding return zeros, writes may cover the padding only
+with zero byte strobes (a strobed byte there is a violation), and ``dram`` (the caller's array,
+updated in place) keeps the image's size. The core's DRAM_SIZE stays the image's size.
+
 With ``backpressure`` (an integer seed) the model additionally withholds ``rd_valid``,
 ``wr_ready`` and ``cmd_ready`` in pseudo-random cycles (each with probability
 ``gap_probability``), which shifts timing but never data.
@@ -55,6 +61,8 @@ class MemoryModel:
         if self.latency is None:
             self.latency = self.cfg.mem_latency
         self._bb = self.cfg.bus_bytes
+        self._size = self.dram.size
+        self._padded = -(-self._size // self._bb) * self._bb   # whole beats; the rest is zeros
         self._rng = random.Random(self.backpressure) if self.backpressure is not None else None
         self._state = "idle"
         self._addr = 0
@@ -74,13 +82,14 @@ class MemoryModel:
         if not 1 <= beats <= mb:
             raise MemoryViolation(f"{what} burst of {beats} beats (max {mb})")
         end = addr + beats * bb
-        if end > self.dram.size:
+        if end > self._padded:
             raise MemoryViolation(f"{what} burst [{addr:#x}, {end:#x}) past the end of DRAM "
-                                  f"({self.dram.size:#x})")
+                                  f"({self._size:#x}, padded to {self._padded:#x})")
         if addr // 4096 != (end - 1) // 4096:
             raise MemoryViolation(f"{what} burst [{addr:#x}, {end:#x}) crosses a 4 KiB boundary")
 
     def _beat(self, addr: int) -> int:
+        # Bytes past the image's DRAM (the padding of the last beat) read as zeros.
         return int.from_bytes(self.dram[addr:addr + self._bb].tobytes(), "little")
 
     def _update_outputs(self):
@@ -114,6 +123,10 @@ class MemoryModel:
             data = wr_data.to_bytes(self._bb, "little")
             for i in range(self._bb):
                 if wr_strb >> i & 1:
+                    if self._addr + i >= self._size:
+                        raise MemoryViolation(
+                            f"write of byte {self._addr + i:#x} (strobe set) in the padding "
+                            f"past the end of DRAM ({self._size:#x})")
                     self.dram[self._addr + i] = data[i]
             self._addr += self._bb
             self._beats_left -= 1

@@ -7,8 +7,9 @@ from .config import ConfigError, VTAConfig, load_config, named_configs
 from .encoding import (Alu, AluOp, Finish, Gemm, IsaError, Load, MemType, Opcode, Store, Uop,
                        decode, decode_program, decode_uops, encode, encode_program, encode_uops,
                        module_of)
+from . import registers
 
 __all__ = ["ConfigError", "VTAConfig", "load_config", "named_configs", "Alu", "AluOp", "Finish",
            "Gemm", "IsaError", "Load", "MemType", "Opcode", "Store", "Uop", "decode",
            "decode_program", "decode_uops", "encode", "encode_program", "encode_uops",
-           "module_of"]
+           "module_of", "registers"]

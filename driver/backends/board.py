@@ -1,59 +1,35 @@
-"""The ``board`` backend: an FPGA reached through a host link (AXI-Lite registers + DRAM).
+"""The ``board`` backend: an FPGA reached through a host link (AXI4-Lite registers + DRAM).
 
-The driver writes the image's DRAM over the link, programs the instruction address and
-count, sets ``launch`` and polls ``CTRL`` until ``done`` or the timeout. On an error the
-status register holds the :class:`~isa.errors.ErrorCode` and the index of the instruction;
-on a timeout the per-module state registers say which module was still busy and on what.
+The register map is the hardware's, :mod:`isa.registers` (docs/hardware.md §7). The driver
+checks ``ID``, writes the image's DRAM over the link, writes ``INSN_ADDR``, ``INSN_COUNT``,
+``DRAM_SIZE``, then ``CTRL`` = launch, and polls ``CTRL`` until ``done`` or the timeout. On an
+error (``CTRL`` bit 2) ``ERROR_CODE``/``ERROR_INDEX`` name the :class:`~isa.errors.ErrorCode`
+and the instruction, which the driver decodes from the image. After a run it reads
+``CYCLES_LO``/``_HI`` and the event counters into the result. On a timeout it reads the
+busy/stall counters twice, some polls apart, and says which advance: which module executes,
+which waits on a token, whether fetch is blocked on a full command queue, whether the memory
+port is busy.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Mapping, Protocol
 
 import numpy as np
 
+from isa import registers as R
 from isa.encoding import IsaError, decode
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
+from isa.registers import COUNTERS, CSR_ID, counter_offset
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
 
-__all__ = ["RegisterMap", "Link", "BoardBackend", "ERROR_FIELDS", "MODULE_STATE_BITS",
-           "describe_error"]
+__all__ = ["Link", "BoardBackend", "ERROR_FIELDS", "MODULES", "describe_error",
+           "describe_progress"]
 
-
-@dataclass(frozen=True)
-class RegisterMap:
-    """Byte offsets of the 32-bit control registers (one AXI-Lite slave)."""
-
-    ctrl: int = 0x00         # W bit 0: launch. R bit 0: busy, bit 1: done
-    status: int = 0x04       # R: ErrorCode of the run (0 = none)
-    err_index: int = 0x08    # R: index of the instruction that failed
-    insn_count: int = 0x0C   # W
-    insn_addr_lo: int = 0x10  # W: byte address of the first instruction
-    insn_addr_hi: int = 0x14  # W
-    cycles_lo: int = 0x18    # R: cycles from launch to done
-    cycles_hi: int = 0x1C
-    module_state: int = 0x20  # R: one byte per module (load, compute, store), see below
-    load_pc: int = 0x24      # R: index of the instruction each module is on
-    compute_pc: int = 0x28
-    store_pc: int = 0x2C
-    tokens: int = 0x30       # R: one byte per queue: l2g, g2l, g2s, s2g
-
-    CTRL_LAUNCH = 1
-    CTRL_BUSY = 1
-    CTRL_DONE = 2
-
-
-# Bits of a module's state byte.
-MODULE_STATE_BITS = {"busy": 1, "wait_pop_prev": 2, "wait_pop_next": 4}
 MODULES = ("load", "compute", "store")
-TOKEN_QUEUES = ("l2g", "g2l", "g2s", "s2g")
-# Which queue a waiting pop flag refers to, per module.
-_WAIT_QUEUE = {("load", "pop_next"): "g2l", ("compute", "pop_prev"): "l2g",
-               ("compute", "pop_next"): "s2g", ("store", "pop_prev"): "g2s"}
 # The instruction field each error code points at.
 ERROR_FIELDS = {
     ErrorCode.ILLEGAL_OPCODE: "opcode", ErrorCode.ILLEGAL_MEMORY_TYPE: "memory_type",
@@ -63,10 +39,14 @@ ERROR_FIELDS = {
     ErrorCode.TOKEN_OVERFLOW: "push flags", ErrorCode.DEADLOCK: "pop flags",
     ErrorCode.MISSING_FINISH: "insn_count",
 }
+# The counters a timeout diagnosis compares.
+PROGRESS_COUNTERS = tuple(n for n in COUNTERS if n.endswith(("_busy", "_stall")))
 
 
 class Link(Protocol):
-    """The host's view of a board: register and DRAM access."""
+    """The host's view of a board: 32-bit register access (offsets of :mod:`isa.registers`)
+    and DRAM access. ``has_cycle_counter`` is False for a board that counts no cycles (the
+    software board); its result then has ``cycles`` None."""
 
     dram_bytes: int
     has_cycle_counter: bool
@@ -83,75 +63,110 @@ class Link(Protocol):
 class BoardBackend(Backend):
     """Runs images on a board through ``link`` (e.g. :class:`~driver.backends.simlink.SimulatedLink`).
 
-    ``poll_interval`` is the pause between status polls, in seconds.
+    ``poll_interval`` is the pause between status polls, in seconds; ``diagnosis_polls`` is
+    how many polls apart a timeout reads the counters twice.
     """
 
     name = "board"
     has_cycles = True
 
-    def __init__(self, link: "Link | str | None" = None, *, regs: RegisterMap = RegisterMap(),
-                 poll_interval: float = 0.0, default_timeout: float = 60.0):
+    def __init__(self, link: "Link | str | None" = None, *, poll_interval: float = 0.0,
+                 default_timeout: float = 60.0, diagnosis_polls: int = 16):
         if link == "sim":
             from .simlink import SimulatedLink
             link = SimulatedLink()
         if link is None:
             raise BackendUnavailable("backend 'board' needs a link to a board; none is "
                                      "attached here (use link='sim' for the simulated board)")
-        self.link, self.regs = link, regs
+        self.link = link
         self.poll_interval, self.default_timeout = poll_interval, default_timeout
+        self.diagnosis_polls = diagnosis_polls
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
-        link, regs = self.link, self.regs
+        link = self.link
         if image.dram.size > link.dram_bytes:
             raise DeviceError(f"the image's DRAM ({image.dram.size} bytes) is larger than the "
                               f"board's ({link.dram_bytes} bytes)", field="dram",
                               value=image.dram.size)
+        for what, value in (("insn_addr", image.insn_addr), ("insn_count", image.insn_count),
+                            ("dram", image.dram.size)):
+            if not 0 <= value < 1 << 32:
+                raise DeviceError(f"{what} = {value} does not fit the board's 32-bit register",
+                                  field=what, value=value)
         if hasattr(link, "configure"):
             # A simulated board takes the image's configuration; a real one's is fixed.
             link.configure(image.config)
+        ident = link.read_reg(R.ID)
+        if ident != CSR_ID:
+            raise BackendUnavailable(f"the board's ID register reads {ident:#010x}, not the "
+                                     f"VTA core's {CSR_ID:#010x}: not this register map")
+        if link.read_reg(R.CTRL) & R.CTRL_RUNNING:
+            raise DeviceError("the board is still running an earlier launch", field="CTRL")
         link.write_mem(0, image.dram.tobytes())
-        link.write_reg(regs.insn_addr_lo, image.insn_addr & 0xFFFFFFFF)
-        link.write_reg(regs.insn_addr_hi, image.insn_addr >> 32)
-        link.write_reg(regs.insn_count, image.insn_count)
-        link.write_reg(regs.ctrl, regs.CTRL_LAUNCH)
+        link.write_reg(R.INSN_ADDR, image.insn_addr)
+        link.write_reg(R.INSN_COUNT, image.insn_count)
+        link.write_reg(R.DRAM_SIZE, image.dram.size)
+        link.write_reg(R.CTRL, R.CTRL_LAUNCH)
         timeout = self.default_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        while not link.read_reg(regs.ctrl) & regs.CTRL_DONE:
+        while not (ctrl := link.read_reg(R.CTRL)) & R.CTRL_DONE:
             if time.monotonic() > deadline:
-                raise DeviceTimeout(f"board timed out after {timeout:g} s: {self._busy()}",
+                raise DeviceTimeout(f"board timed out after {timeout:g} s: {self._diagnose()}",
                                     field="timeout", value=timeout)
             if self.poll_interval:
                 time.sleep(self.poll_interval)
-        code = link.read_reg(regs.status)
-        if code != ErrorCode.NONE:
-            raise describe_error(image, code, link.read_reg(regs.err_index), "the board")
+        code = link.read_reg(R.ERROR_CODE)
+        if ctrl & R.CTRL_ERROR or code != ErrorCode.NONE:
+            raise describe_error(image, code, link.read_reg(R.ERROR_INDEX), "the board")
         dram = np.frombuffer(link.read_mem(0, image.dram.size), np.uint8).copy()
-        cycles = None
-        if link.has_cycle_counter:
-            cycles = link.read_reg(regs.cycles_lo) | (link.read_reg(regs.cycles_hi) << 32)
-        return RunResult(dram, {}, cycles, self.name)
+        cycles = link.read_reg(R.CYCLES_LO) | (link.read_reg(R.CYCLES_HI) << 32)
+        if not getattr(link, "has_cycle_counter", True):
+            cycles = None
+        return RunResult(dram, self._counters(COUNTERS), cycles, self.name)
 
-    def _busy(self) -> str:
-        """Which module is busy on what, from the state registers."""
-        regs, link = self.regs, self.link
-        state = link.read_reg(regs.module_state)
-        tokens = link.read_reg(regs.tokens)
-        count = {q: (tokens >> (8 * n)) & 0xFF for n, q in enumerate(TOKEN_QUEUES)}
-        pcs = {"load": regs.load_pc, "compute": regs.compute_pc, "store": regs.store_pc}
-        parts = []
-        for n, module in enumerate(MODULES):
-            bits = (state >> (8 * n)) & 0xFF
-            if not bits & MODULE_STATE_BITS["busy"]:
-                parts.append(f"{module} idle")
-                continue
-            what = f"{module} busy at instruction {link.read_reg(pcs[module])}"
-            waits = [f"a token on {_WAIT_QUEUE[(module, flag)]} "
-                     f"({count[_WAIT_QUEUE[(module, flag)]]} queued)"
-                     for flag in ("pop_prev", "pop_next")
-                     if bits & MODULE_STATE_BITS[f"wait_{flag}"]]
-            parts.append(what + (", waiting for " + " and ".join(waits) if waits else ""))
-        return "; ".join(parts)
+    def _counters(self, names) -> dict:
+        return {name: self.link.read_reg(counter_offset(name)) for name in names}
 
+    def _diagnose(self) -> str:
+        """Who makes progress: the busy/stall counters read twice, ``diagnosis_polls`` polls
+        of CTRL apart."""
+        before = self._counters(PROGRESS_COUNTERS)
+        finished = False
+        for _ in range(self.diagnosis_polls):
+            finished |= bool(self.link.read_reg(R.CTRL) & R.CTRL_DONE)
+            if self.poll_interval:
+                time.sleep(self.poll_interval)
+        after = self._counters(PROGRESS_COUNTERS)
+        advanced = {n: (after[n] - before[n]) & 0xFFFFFFFF for n in PROGRESS_COUNTERS}
+        text = f"over {self.diagnosis_polls} polls: {describe_progress(advanced)}"
+        return text + ("; it finished during these polls" if finished else "")
+
+
+def describe_progress(advanced: Mapping[str, int]) -> str:
+    """Say which modules advance, from how much each busy/stall counter advanced (docs/hardware.md
+    §8): ``*_busy`` a module executes, ``*_stall`` its head instruction waits on a token,
+    ``fetch_stall`` fetch is blocked on a full command queue, ``mem_busy`` a burst is out."""
+    parts = []
+    if advanced.get("fetch_stall"):
+        parts.append("fetch busy, blocked on a full command queue (fetch_stall advancing)")
+    elif advanced.get("fetch_busy"):
+        parts.append("fetch busy (fetch_busy advancing)")
+    else:
+        parts.append("fetch idle")
+    for module in MODULES:
+        busy, stall = advanced.get(f"{module}_busy"), advanced.get(f"{module}_stall")
+        if busy and stall:
+            parts.append(f"{module} busy, executing and waiting on tokens ({module}_busy and "
+                         f"{module}_stall advancing)")
+        elif stall:
+            parts.append(f"{module} busy, waiting on a token ({module}_stall advancing)")
+        elif busy:
+            parts.append(f"{module} busy, executing ({module}_busy advancing)")
+        else:
+            parts.append(f"{module} idle")
+    parts.append("memory port busy (mem_busy advancing)" if advanced.get("mem_busy")
+                 else "memory port idle")
+    return "; ".join(parts)
 
 
 def describe_error(image: ProgramImage, code: int, index: int, who: str) -> DeviceError:

@@ -25,9 +25,10 @@ import numpy as np
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
+from isa.registers import COUNTERS
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
-from .board import describe_error
+from .board import describe_error, describe_progress
 
 __all__ = ["RtlBackend", "build_harness", "HARNESS_SOURCE"]
 
@@ -37,8 +38,10 @@ VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", 
                   "--x-initial", "fast")
 MAKE_ARGS = ("OPT_FAST=-O2",)   # the model's hot code at -O2 (Verilator's default is -Os)
 BUILD_JOBS = 2            # the machine is shared
-COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
-            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+#: The counters the harness reads from the core's ports, in its order (rtl_harness.cpp).
+HARNESS_COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
+                    "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops",
+                    "mem_busy")
 DEFAULT_MAX_CYCLES = 1 << 40
 
 
@@ -60,10 +63,10 @@ def _toolchain():
 def build_harness(cfg: VTAConfig, *, verbose: bool = False) -> Path:
     """The harness executable for ``cfg``, built once (keyed by Verilog + harness source)."""
     core_verilog = _toolchain()
-    from hw.core import COUNTERS as HW_COUNTERS
-    if tuple(HW_COUNTERS) != COUNTERS:
-        raise BackendUnavailable(f"the core's counters {HW_COUNTERS} are not the harness's "
-                                 f"{COUNTERS}; update driver/native/rtl_harness.cpp")
+    if tuple(COUNTERS) != HARNESS_COUNTERS:
+        raise BackendUnavailable(f"the core's counters {COUNTERS} (isa.registers) are not the "
+                                 f"harness's {HARNESS_COUNTERS}; update "
+                                 f"driver/native/rtl_harness.cpp")
     verilog = core_verilog(cfg)
     source = HARNESS_SOURCE.read_text()
     digest = hashlib.sha256("\0".join([verilog, source, repr(VERILATOR_ARGS + MAKE_ARGS)])
@@ -93,18 +96,8 @@ def build_harness(cfg: VTAConfig, *, verbose: bool = False) -> Path:
 
 
 def _busy_report(moved: int) -> str:
-    parts = []
-    for n, module in enumerate(("fetch", "load", "compute", "store")):
-        busy, stall = moved >> (2 * n) & 1, moved >> (2 * n + 1) & 1
-        if stall:
-            parts.append(f"{module} blocked (waiting for a token or a full queue)")
-        elif busy:
-            parts.append(f"{module} busy")
-        else:
-            parts.append(f"{module} idle")
-    if moved >> COUNTERS.index("mem_busy") & 1:
-        parts.append("the memory port busy")
-    return "; ".join(parts)
+    """``moved``: bit i set if counter i (HARNESS_COUNTERS) advanced in the last window."""
+    return describe_progress({name: moved >> i & 1 for i, name in enumerate(HARNESS_COUNTERS)})
 
 
 class RtlBackend(Backend):
@@ -167,7 +160,7 @@ class RtlBackend(Backend):
         words = np.frombuffer(raw, "<u8", count=7, offset=8)
         done, cycles, code, index, bursts, ncounters = (int(w) for w in words[:6])
         at = 8 + 8 * 6
-        counters = dict(zip(COUNTERS, (int(v) for v in np.frombuffer(raw, "<u8", ncounters,
+        counters = dict(zip(HARNESS_COUNTERS, (int(v) for v in np.frombuffer(raw, "<u8", ncounters,
                                                                        at))))
         at += 8 * ncounters
         vlen = int(np.frombuffer(raw, "<u8", 1, at)[0])

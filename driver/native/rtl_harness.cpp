@@ -12,7 +12,11 @@
 //   OUT: "VTARES1\0", u64 done, cycles, error_code, error_index, bursts, n_counters,
 //        n_counters u64 counters (COUNTERS order), u64 violation length, its text,
 //        u64 busy_bits (two bits per counter pair that moved in the last window; see below),
-//        then the DRAM
+//        then the DRAM (dram_size bytes)
+//
+// DRAM whose size is not a multiple of the bus width is padded to whole beats with zeros, as
+// hw/memmodel.py does: reads of the padding return zeros, a write may cover it only with zero
+// byte strobes (anything else is a violation), and the DRAM written back has dram_size bytes.
 #include "Vvta_core.h"
 #include "verilated.h"
 
@@ -65,15 +69,18 @@ struct Violation : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// hw/memmodel.py's MemoryModel without backpressure.
+// hw/memmodel.py's MemoryModel without backpressure. `dram` is padded to whole beats;
+// `size` is the image's DRAM size.
 struct Memory {
     std::vector<uint8_t>& dram;
+    uint64_t size;
     uint64_t latency, max_beats;
     enum State { IDLE, READ, WRITE, ACK } state = IDLE;
     uint64_t cycle = 0, addr = 0, beats_left = 0, next_at = 0, ack_at = 0, bursts = 0;
     bool cmd_ready = true, rd_valid = false, rd_last = false, wr_ready = false, wr_ack = false;
 
-    Memory(std::vector<uint8_t>& d, uint64_t lat, uint64_t mb) : dram(d), latency(lat), max_beats(mb) {}
+    Memory(std::vector<uint8_t>& d, uint64_t sz, uint64_t lat, uint64_t mb)
+        : dram(d), size(sz), latency(lat), max_beats(mb) {}
 
     void check(uint64_t a, uint64_t beats, bool write) const {
         const char* what = write ? "write" : "read";
@@ -86,9 +93,10 @@ struct Memory {
             snprintf(msg, sizeof msg, "%s burst of %llu beats (max %llu)", what,
                      (unsigned long long)beats, (unsigned long long)max_beats);
         else if (end > dram.size())
-            snprintf(msg, sizeof msg, "%s burst [0x%llx, 0x%llx) past the end of DRAM (0x%llx)",
+            snprintf(msg, sizeof msg,
+                     "%s burst [0x%llx, 0x%llx) past the end of DRAM (0x%llx, padded to 0x%llx)",
                      what, (unsigned long long)a, (unsigned long long)end,
-                     (unsigned long long)dram.size());
+                     (unsigned long long)size, (unsigned long long)dram.size());
         else if (a / 4096 != (end - 1) / 4096)
             snprintf(msg, sizeof msg, "%s burst [0x%llx, 0x%llx) crosses a 4 KiB boundary", what,
                      (unsigned long long)a, (unsigned long long)end);
@@ -116,8 +124,18 @@ struct Memory {
             addr += kBusBytes;
             if (--beats_left == 0) state = IDLE;
         } else if (wr_ready && wr_valid) {
-            for (int i = 0; i < kBusBytes; ++i)
-                if (field(wr_words, kBusBits + i, 1)) dram[addr + i] = uint8_t(field(wr_words, 8 * i, 8));
+            for (int i = 0; i < kBusBytes; ++i) {
+                if (!field(wr_words, kBusBits + i, 1)) continue;
+                if (addr + i >= size) {
+                    char msg[200];
+                    snprintf(msg, sizeof msg,
+                             "write of byte 0x%llx (strobe set) in the padding past the end of "
+                             "DRAM (0x%llx)",
+                             (unsigned long long)(addr + i), (unsigned long long)size);
+                    throw Violation(msg);
+                }
+                dram[addr + i] = uint8_t(field(wr_words, 8 * i, 8));
+            }
             addr += kBusBytes;
             if (--beats_left == 0) {
                 state = ACK;
@@ -164,7 +182,8 @@ int main(int argc, char** argv) {
     }
     const uint64_t dram_size = read_u64(in), insn_addr = read_u64(in), insn_count = read_u64(in);
     const uint64_t latency = read_u64(in), max_beats = read_u64(in), max_cycles = read_u64(in);
-    std::vector<uint8_t> dram(dram_size);
+    // Padded to whole beats with zeros (see the top of this file).
+    std::vector<uint8_t> dram((dram_size + kBusBytes - 1) / kBusBytes * kBusBytes);
     if (fread(dram.data(), 1, dram_size, in) != dram_size) {
         fprintf(stderr, "%s: truncated DRAM\n", argv[1]);
         return 2;
@@ -174,7 +193,7 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, on_term);
     auto ctx = std::make_unique<VerilatedContext>();
     auto top = std::make_unique<Vvta_core>(ctx.get());
-    Memory mem(dram, latency, max_beats);
+    Memory mem(dram, dram_size, latency, max_beats);
     // Words big enough for the widest port (write payload: data + strobes + last).
     constexpr int kWords = (kBusBits + kBusBits / 8 + 1 + 31) / 32 + 2;
     uint32_t words[kWords];
@@ -263,7 +282,7 @@ int main(int argc, char** argv) {
     write_u64(out, violation.size());
     fwrite(violation.data(), 1, violation.size(), out);
     write_u64(out, moved);
-    fwrite(dram.data(), 1, dram.size(), out);
+    fwrite(dram.data(), 1, dram_size, out);
     fclose(out);
     top->final();
     return 0;

@@ -45,3 +45,16 @@ def test_vta_run_rtl_reports_cycles(tmp_path):
     expected = np.load(str(image).replace(".in.npz", ".expect.npz"))
     assert np.array_equal(result["dram"], expected["dram"])
     assert int(result["cycles"]) > 0 and int(result["compute_busy"]) > 0
+
+
+def test_dram_not_a_whole_number_of_beats():
+    """4 KiB + 16 bytes of DRAM on a 512-bit bus, loaded and stored at its very end: the C++
+    memory model pads the last beat (as hw/memmodel.py does) and returns the image's size."""
+    from sim.functional import run_image as run_functional
+    from tests.hw.dram_tail import DRAM_BYTES, tail_image
+
+    image = tail_image(0)
+    result = RtlBackend().run(image)
+    assert result.dram.size == DRAM_BYTES
+    assert np.array_equal(result.dram, run_functional(image).dram)
+    assert result.counters["gemm_uops"] == 1 and result.counters["alu_uops"] == 3

@@ -240,9 +240,9 @@ def test_deadlock_ends_in_a_timeout_on_a_board_that_hangs():
         deadlocked_stream(dev).synchronize(timeout=0.2)
     message = str(info.value)
     assert "timed out after 0.2 s" in message
-    assert "compute busy at instruction 0, waiting for a token on l2g (0 queued)" in message
-    assert "load busy at instruction 1, waiting for a token on g2l (0 queued)" in message
-    assert "store idle" in message
+    assert "compute busy, waiting on a token (compute_stall advancing)" in message
+    assert "load busy, waiting on a token (load_stall advancing)" in message
+    assert "store idle" in message and "fetch idle" in message
 
 
 def test_deadlock_detected_by_the_board_names_the_instruction():
