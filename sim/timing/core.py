@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
-from sim.functional import FunctionalSimulator, SimulationError
+from sim.functional import SimulationError
 
 from .compute import ComputeModule
 from .decode import Decoder
 from .fetch import FetchModule
 from .load import LoadModule
 from .memport import MemArbiter, MemoryTiming
+from .period import PeriodSkipper
 from .queues import CommandQueue, TokenQueues
+from .semantics import FastSemantics
 from .store import StoreModule
 
 __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
@@ -39,7 +41,7 @@ class Core:
         self.cfg = cfg
         self.dram = dram
         self.dram_size = dram.size
-        self.sem = FunctionalSimulator(cfg, dram)
+        self.sem = FastSemantics(cfg, dram)
         self.decoder = Decoder(cfg)
         self.mem = MemoryTiming(cfg, dram.size)
         self.arb = MemArbiter()
@@ -306,16 +308,32 @@ def _skip(self, until: int) -> None:
     self.t = until
 
 
+#: Cycles into a burst's beats (after its first beat) at which :class:`PeriodSkipper` looks
+#: for a period inside the burst (one beat or element, up to 4 elements per beat).
+_STREAM_OFFSETS = frozenset((1, 2, 3, 5))
+
+
 def _run(self, max_cycles: int, fast: bool = True) -> None:
     """Step to ``done``. ``fast``: a cycle that changed no register (same snapshot before and
     after) repeats exactly until some block's time comparison changes (memory latency, the
     end of a GEMM/ALU run): jump there at once."""
     step = self.step
     prev = None
+    mem = self.mem
+    periods = PeriodSkipper(self) if fast and not self.tracing else None
+    self.periods = periods
+    bursts = mem.bursts
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
         step()
+        if periods is not None and (mem.bursts != bursts or (
+                mem.state in (1, 2) and self.t - mem.next_at in _STREAM_OFFSETS)):
+            jumped = periods.observe(max_cycles, mem.bursts != bursts)
+            bursts = mem.bursts
+            if jumped:
+                prev = None
+                continue
         if fast:
             snap = self.snapshot()
             if snap == prev:

@@ -1,0 +1,226 @@
+"""Skipping periodic stretches: whole DMA bursts (and rows) at once.
+
+While a transfer streams (a long row of bursts, the bursts of a load alternating with those of
+a store, row after row of a padded load), the core repeats the same sequence of cycles with a
+few registers counting: the beats and elements left, the row number, addresses, the event
+counters. :class:`PeriodSkipper` looks at the state in every cycle that grants the memory port
+(just after the grant). Every register is either *exact* (FSM states, instruction indices,
+queue levels, tokens, the memory's latency countdown, everything else) or one of the
+*counting* registers of :meth:`PeriodSkipper.counting`. When a grant sees the same exact
+registers as an earlier grant *T* cycles before, the cycles between them form a period; the
+next periods repeat it, each shifting the counting registers by the same amounts *D*, as long as
+
+* no comparison the RTL makes on a counting register changes its outcome (``n == 1``,
+  ``beats_left < room`` for every room ≤ ``max_burst_beats``, ``left != 0``, ``r`` against the
+  padding rows, ``y == y_size − 1``, the cycle against the GEMM/ALU run's timeline): every value
+  from the period's start to the value after the last skipped period lies on one side of each
+  comparison. The counting registers only count monotonically between assignments, so the
+  values inside a period lie between its ends;
+* no counting register with *D* ≠ 0 is assigned in the period: an element counter (``n``,
+  ``left``, ``beats_left``) may change only while its row (``r``, ``y``) stays; when rows
+  change, the element counters must repeat exactly (*D* = 0) and the row address must move by
+  whole ``max_burst_beats × bus_bytes`` blocks (the same burst split in every row);
+* no instruction starts (the module indices, fetch and the queues are exact).
+
+Then ``m`` periods are added at once: ``t`` += ``m·T``, each counting register and event
+counter += ``m·D``. The tests compare this with stepping every cycle and with the RTL.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PeriodSkipper"]
+
+#: How many earlier grants with the same exact registers are tried as a period's start.
+HISTORY = 4
+
+
+def _limit(v0: int, v1: int, d: int, cuts, m: int) -> int:
+    """The most periods ``m`` after which the values from ``v0`` to ``v1 + m·d`` cross no cut
+    (a cut *c*: some comparison differs between *c* − 1 and *c*)."""
+    if d > 0:
+        for c in cuts:
+            if c > v0:
+                m = min(m, (c - 1 - v1) // d)
+    else:
+        for c in cuts:
+            if c <= v0:
+                m = min(m, (v1 - c) // -d)
+    return m
+
+
+class PeriodSkipper:
+    """Records the state after each grant and jumps over repeated periods (see the module)."""
+
+    def __init__(self, core):
+        self.core = core
+        cfg = core.cfg
+        self.mb = cfg.max_burst_beats
+        self.block = cfg.max_burst_beats * cfg.bus_bytes
+        self.burst_cuts = tuple(range(self.mb + 1))
+        self.loaders = (core.load.inp, core.load.wgt, *core.compute.loaders)
+        self.seen = {}
+        self.jumps = 0
+        self.skipped_cycles = 0
+
+    # ------------------------------------------------------------------ the state
+    def exact(self) -> tuple:
+        """Every register that must repeat exactly."""
+        core = self.core
+        m, f, cp, st = core.mem, core.fetch, core.compute, core.store
+        fr, w = f.reader, st.writer
+        mb = self.mb
+        key = [core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
+               core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
+               m.state, core.arb.busy, core.arb.grant, core.arb.is_write,
+               f.fsm, f.running, f.index, len(f.buf), f.delivered,
+               fr.fsm, fr.cnt, fr.lane, fr.left, fr.bs.cur_beat, fr.bs.beats_left,
+               *core.tokens.count,
+               core.load.fsm, core.load.index, id(core.load.active),
+               cp.fsm, cp.index, id(cp.run), id(cp.active),
+               st.fsm, st.index, st.valid, w.fsm, w.blen, w.lane, w.bs.cur_beat % mb]
+        for q in core.queues:
+            key += (len(q.inner), q.head_valid, q.head[0] if q.head is not None else None,
+                    q.inner[0][0] if q.inner else None)
+        for ld in self.loaders:
+            r = ld.reader
+            key += (ld.fsm, id(ld.f), r.fsm, r.lane, r.bs.cur_beat % mb)
+        return tuple(key)
+
+    def counting(self) -> list:
+        """The counting registers (times relative to ``t``), in :meth:`_apply`'s order."""
+        out = []
+        for ld in self.loaders:
+            r = ld.reader
+            out += (ld.r, ld.n, ld.row_dram, ld.writes, r.left, r.cnt, r.bs.cur_beat,
+                    r.bs.beats_left)
+        core = self.core
+        st = core.store
+        w = st.writer
+        m = core.mem
+        t = core.t
+        out += (st.y, st.left, st.row_dram, w.left, w.sub, w.beat, w.bs.cur_beat,
+                w.bs.beats_left,
+                m.bursts, m.read_beats, m.write_beats, m.beats_left,
+                m.next_at - t if m.state in (1, 2) else 0, m.ack_at - t if m.state == 3 else 0)
+        out += core.counters.values()
+        return out
+
+    def _apply(self, vals, t: int) -> None:
+        it = iter(vals)
+        for ld in self.loaders:
+            r = ld.reader
+            ld.r, ld.n, ld.row_dram, ld.writes = next(it), next(it), next(it), next(it)
+            r.left, r.cnt, r.bs.cur_beat, r.bs.beats_left = next(it), next(it), next(it), next(it)
+        core = self.core
+        st = core.store
+        w = st.writer
+        m = core.mem
+        st.y, st.left, st.row_dram = next(it), next(it), next(it)
+        w.left, w.sub, w.beat, w.bs.cur_beat, w.bs.beats_left = (next(it), next(it), next(it),
+                                                                  next(it), next(it))
+        m.bursts, m.read_beats, m.write_beats, m.beats_left = next(it), next(it), next(it), next(it)
+        rel_next, rel_ack = next(it), next(it)
+        if m.state in (1, 2):
+            m.next_at = rel_next + t
+        elif m.state == 3:
+            m.ack_at = rel_ack + t
+        c = core.counters
+        for k in c:
+            c[k] = next(it)
+        core.t = t
+
+    # ------------------------------------------------------------------ the jump
+    def observe(self, max_cycles: int, grant: bool) -> bool:
+        """Called after a cycle that granted the port or streamed one of a burst's first beats;
+        True if it jumped. The period may span several such cycles with the same exact
+        registers (e.g. the bursts of one row): the last few are tried, nearest first."""
+        key = (grant, self.exact())    # grants and beats are separate histories
+        v1 = self.counting()
+        t1 = self.core.t
+        seen = self.seen
+        hist = seen.get(key)
+        if hist is None:
+            if len(seen) > 256:
+                seen.clear()
+            hist = seen[key] = []
+        for t0, v0 in reversed(hist):
+            if self._jump(t0, v0, t1, v1, max_cycles):
+                hist[:] = [(self.core.t, self.counting())]
+                return True
+        hist.append((t1, v1))
+        if len(hist) > HISTORY:
+            del hist[0]
+        return False
+
+    def _jump(self, t0, v0, t1, v1, max_cycles) -> bool:
+        core = self.core
+        period = t1 - t0
+        m = (max_cycles - t1) // period
+        if m < 1:
+            return False
+        d = [b - a for a, b in zip(v0, v1)]
+        i = 0
+        for ld in self.loaders:
+            dr, dn, drd, _, dl, dcnt, _, dbl = d[i:i + 8]
+            if dr or dn or dl or dcnt or dbl:
+                if ld.f is None:
+                    return False
+                if dr:          # rows change: the element counters must repeat exactly
+                    if dn or dl or dcnt or dbl or (drd * ld.eb) % self.block:
+                        return False
+                    f = ld.f
+                    m = _limit(v0[i], v1[i], dr, (f["y_pad_0"], f["y_pad_0"] + f["y_size"],
+                                                  f["rows"], f["rows"] + 1), m)
+                if dn:
+                    m = _limit(v0[i + 1], v1[i + 1], dn, (1, 2), m)
+                if dl:
+                    m = _limit(v0[i + 4], v1[i + 4], dl, (0, 1, 2), m)
+                if dcnt:
+                    k = ld.reader.k
+                    m = _limit(v0[i + 5], v1[i + 5], dcnt, (k - 1, k), m)
+                if dbl:
+                    m = _limit(v0[i + 7], v1[i + 7], dbl, self.burst_cuts, m)
+                if m < 1:
+                    return False
+            i += 8
+        st = core.store
+        w = st.writer
+        dy, dleft, drd, dwl, dsub, dbeat, _, dwb, dbursts, _, _, dmbl, dnext, dack = \
+            d[i:i + 14]
+        if dbursts and (dmbl or dnext or dack or dbeat):
+            return False        # a grant assigns these: they must repeat exactly
+        if dy or dleft or dwl or dsub or dbeat or dwb:
+            if st.d is None:
+                return False
+            if dy:
+                if dleft or dwl or dsub or dbeat or dwb or (drd * st.eb) % self.block:
+                    return False
+                ys = st.d.f["y_size"]
+                m = _limit(v0[i], v1[i], dy, (ys - 1, ys), m)
+            if dleft:
+                m = _limit(v0[i + 1], v1[i + 1], dleft, (0, 1), m)
+            if dwl:
+                m = _limit(v0[i + 3], v1[i + 3], dwl, (0, 1, 2), m)
+            if dsub:
+                m = _limit(v0[i + 4], v1[i + 4], dsub, (w.k - 1, w.k), m)
+            if dbeat:
+                m = _limit(v0[i + 5], v1[i + 5], dbeat, (w.blen, w.blen + 1), m)
+            if dwb:
+                m = _limit(v0[i + 7], v1[i + 7], dwb, self.burst_cuts, m)
+        if dmbl:
+            m = _limit(v0[i + 11], v1[i + 11], dmbl, (0, 1, 2), m)
+        if dnext:
+            m = _limit(v0[i + 12], v1[i + 12], dnext, (0, 1), m)
+        if dack:
+            m = _limit(v0[i + 13], v1[i + 13], dack, (0, 1), m)
+        run = core.compute.run
+        if run is not None:
+            for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):
+                m = _limit(e - t0, e - t1, -period, (0, 1), m)
+        if m < 1:
+            return False
+        jump = m * period
+        self._apply([b + m * x for b, x in zip(v1, d)], t1 + jump)
+        self.jumps += 1
+        self.skipped_cycles += jump
+        return True

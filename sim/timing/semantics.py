@@ -1,0 +1,125 @@
+"""The functional semantics the cycle model applies, with a faster GEMM datapath.
+
+:class:`FastSemantics` is :class:`sim.functional.FunctionalSimulator` with the same checks and
+the same results; only the arithmetic of a GEMM differs. Instead of one int32 product per
+micro-op it multiplies every distinct input row by every distinct weight row once in float32
+(exact: a dot product of ``block_in`` int8 pairs is at most 2^14 · ``block_in`` in magnitude,
+below 2^24 while ``block_in`` ≤ 512), gathers the micro-ops' products and sums the
+contributions per accumulator entry in float64 (exact below 2^53), added modulo 2^32 like the
+hardware. Wider blocks fall back to the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.functional import FunctionalSimulator
+
+__all__ = ["FastSemantics"]
+
+#: m·n·k below which OpenBLAS multiplies on one thread.
+_SINGLE_THREAD = 1 << 17
+#: Products of int8 pairs summed in float32 stay exact up to 2^24 / 2^14 terms.
+_EXACT_TERMS = 1 << 10
+
+
+class FastSemantics(FunctionalSimulator):
+    """``FunctionalSimulator`` with an exact float GEMM (see the module)."""
+
+    def _gemm(self, insn) -> None:
+        cfg = self.cfg
+        if insn.reset:
+            return super()._gemm(insn)
+        dst, src, wgt = self._uop_indices(insn)
+        self._check_index(dst, cfg.acc_depth, "dst", "GEMM")
+        self._check_index(src, cfg.inp_depth, "src", "GEMM")
+        self._check_index(wgt, cfg.wgt_depth, "wgt", "GEMM")
+        nu = insn.uop_end - insn.uop_bgn
+        shape = (insn.iter_out, insn.iter_in, nu)
+        if not (self._by_loops(insn, dst.reshape(shape), src.reshape(shape),
+                               wgt.reshape(shape)) or self._by_pairs(dst, src, wgt)):
+            return super()._gemm(insn)
+        self.counters["gemm_counter"] += dst.size
+
+    def _by_loops(self, insn, dst, src, wgt) -> bool:
+        """When each micro-op's weight row depends on the micro-op only (``wgt_factor_*`` = 0:
+        a convolution's taps) or the input row on (outer loop, micro-op) and the weight row on
+        (inner loop, micro-op) (a blocked matrix product), the micro-ops writing the same entry
+        in an iteration form one matrix product over (micro-op, ``block_in``)."""
+        cfg = self.cfg
+        b, o, k = cfg.batch, cfg.block_out, cfg.block_in
+        O, I, U = dst.shape
+        if insn.wgt_factor_out == 0 and insn.wgt_factor_in == 0:
+            mode = "taps"
+        elif insn.src_factor_in == 0 and insn.wgt_factor_out == 0:
+            mode = "blocks"
+        else:
+            return False
+        base = dst[0, 0]
+        groups = [np.flatnonzero(base == v) for v in np.unique(base)]
+        if max(g.size for g in groups) * k > _EXACT_TERMS:
+            return False
+        outs, dsts = [], []
+        for g in groups:
+            ug = g.size
+            if mode == "taps":
+                xg = self.inp[src[:, :, g]]                         # (O, I, Ug, b, k)
+                xg = xg.transpose(0, 1, 3, 2, 4).reshape(O * I * b, ug * k)
+                wg = self.wgt[wgt[0, 0, g]].transpose(0, 2, 1).reshape(ug * k, o)
+                y = np.empty((O * I * b, o), np.float32)
+                _matmul(xg.astype(np.float32), wg.astype(np.float32), y)
+                y = y.reshape(O * I, b, o)
+            else:
+                xg = self.inp[src[:, 0][:, g]].transpose(0, 2, 1, 3).reshape(O * b, ug * k)
+                wg = self.wgt[wgt[0][:, g]].transpose(0, 2, 1, 3)   # (I, o, Ug, k)
+                wg = wg.reshape(I * o, ug * k).T
+                y = np.empty((O * b, I * o), np.float32)
+                _matmul(xg.astype(np.float32), wg.astype(np.float32), y)
+                y = y.reshape(O, b, I, o).transpose(0, 2, 1, 3).reshape(O * I, b, o)
+            outs.append(y)
+            dsts.append(dst[:, :, g[0]].reshape(-1))
+        d = np.concatenate(dsts)
+        y = np.concatenate(outs).astype(np.int32)
+        seen = np.zeros(cfg.acc_depth, bool)
+        seen[d] = True
+        if np.count_nonzero(seen) == d.size:
+            self.acc[d] += y            # int32: wraps like the hardware's accumulators
+        else:
+            np.add.at(self.acc, d, y)
+        return True
+
+    def _by_pairs(self, dst, src, wgt) -> bool:
+        """Every distinct (input row, weight row) pair once, then the micro-ops' pairs."""
+        cfg = self.cfg
+        b, o, k = cfg.batch, cfg.block_out, cfg.block_in
+        if k > _EXACT_TERMS:
+            return False
+        us, si = _unique(src, cfg.inp_depth)
+        uw, wi = _unique(wgt, cfg.wgt_depth)
+        if us.size * uw.size > 2 * dst.size + 4096:
+            return False
+        x = self.inp[us].astype(np.float32).reshape(-1, k)          # (S·b, k)
+        w = self.wgt[uw].astype(np.float32).reshape(-1, k)          # (W·o, k)
+        table = np.empty((x.shape[0], w.shape[0]), np.float32)
+        _matmul(x, w.T, table)
+        prod = table.reshape(us.size, b, uw.size, o)[si, :, wi, :]      # (n, b, o)
+        np.add.at(self.acc, dst, prod.astype(np.int32))
+        return True
+
+
+def _unique(idx: np.ndarray, depth: int):
+    """(the sorted distinct values of ``idx`` < ``depth``, each entry's position among them)."""
+    seen = np.zeros(depth, bool)
+    seen[idx] = True
+    vals = np.flatnonzero(seen)
+    pos = np.empty(depth, np.intp)
+    pos[vals] = np.arange(vals.size)
+    return vals, pos[idx]
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out = a @ b`` in row blocks small enough that OpenBLAS stays on one thread (threads
+    on a busy machine cost far more than these small products)."""
+    step = max(1, _SINGLE_THREAD // max(1, b.shape[0] * b.shape[1]))
+    for lo in range(0, a.shape[0], step):
+        np.matmul(a[lo:lo + step], b, out=out[lo:lo + step])
