@@ -13,7 +13,7 @@ def backend_options(name: str) -> dict:
 
 
 def available_backends() -> list[str]:
-    names = ["functional", "board"]
+    names = ["functional", "board", "cycle"]
     try:
         from driver.backends.rtl import RtlBackend
         RtlBackend.check_available()
