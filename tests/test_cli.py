@@ -89,3 +89,14 @@ def test_rtl_waveform_and_crosscheck(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "r.npz")["dram"], expect)
     assert main(["crosscheck", str(SMALL_IMAGE)]) == 0
     assert "identical" in capsys.readouterr().out
+
+
+def test_trace_plot_draws_a_png(tmp_path, capsys):
+    trace, png = tmp_path / "t.json", tmp_path / "t.png"
+    assert main(["run", str(SMALL_IMAGE), "--backend", "cycle", "--trace", str(trace)]) == 0
+    assert main(["trace-plot", str(trace), "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    (tmp_path / "bad.json").write_text("{}")
+    import pytest
+    with pytest.raises(SystemExit, match="holds no timeline events"):
+        main(["trace-plot", str(tmp_path / "bad.json"), "-o", str(png)])
