@@ -28,7 +28,9 @@ counter += ``m·D``. The tests compare this with stepping every cycle and with t
 
 from __future__ import annotations
 
-__all__ = ["PeriodSkipper"]
+import copy
+
+__all__ = ["PeriodSkipper", "JumpMismatch"]
 
 #: How many earlier grants with the same exact registers are tried as a period's start.
 HISTORY = 4
@@ -48,6 +50,10 @@ def _limit(v0: int, v1: int, d: int, cuts, m: int) -> int:
     return m
 
 
+class JumpMismatch(AssertionError):
+    """A jump (in :attr:`PeriodSkipper.verify` mode) left a state stepping does not reach."""
+
+
 class PeriodSkipper:
     """Records the state after each grant and jumps over repeated periods (see the module)."""
 
@@ -59,12 +65,15 @@ class PeriodSkipper:
         self.burst_cuts = tuple(range(self.mb + 1))
         self.loaders = (core.load.inp, core.load.wgt, *core.compute.loaders)
         self.seen = {}
+        #: tests: check every jump against a copy of the core stepped cycle by cycle
+        self.verify = False
         self.jumps = 0
         self.skipped_cycles = 0
 
     # ------------------------------------------------------------------ the state
-    def exact(self) -> tuple:
-        """Every register that must repeat exactly."""
+    def exact(self, ident=id) -> tuple:
+        """Every register that must repeat exactly (``ident``: how an instruction's fields
+        and a GEMM/ALU run are told apart)."""
         core = self.core
         m, f, cp, st = core.mem, core.fetch, core.compute, core.store
         fr, w = f.reader, st.writer
@@ -75,15 +84,15 @@ class PeriodSkipper:
                f.fsm, f.running, f.index, len(f.buf), f.delivered,
                fr.fsm, fr.cnt, fr.lane, fr.left, fr.bs.cur_beat, fr.bs.beats_left,
                *core.tokens.count,
-               core.load.fsm, core.load.index, id(core.load.active),
-               cp.fsm, cp.index, id(cp.run), id(cp.active),
+               core.load.fsm, core.load.index, core.load.active is core.load.wgt,
+               cp.fsm, cp.index, ident(cp.run), cp.loaders.index(cp.active),
                st.fsm, st.index, st.valid, w.fsm, w.blen, w.lane, w.bs.cur_beat % mb]
         for q in core.queues:
             key += (len(q.inner), q.head_valid, q.head[0] if q.head is not None else None,
                     q.inner[0][0] if q.inner else None)
         for ld in self.loaders:
             r = ld.reader
-            key += (ld.fsm, id(ld.f), r.fsm, r.lane, r.bs.cur_beat % mb)
+            key += (ld.fsm, ident(ld.f), r.fsm, r.lane, r.bs.cur_beat % mb)
         return tuple(key)
 
     def counting(self) -> list:
@@ -165,6 +174,8 @@ class PeriodSkipper:
             if dr or dn or dl or dcnt or dbl:
                 if ld.f is None:
                     return False
+                if (dr or dn) and dcnt:
+                    return False    # the beat counter wrapped (an element completed)
                 if dr:          # rows change: the element counters must repeat exactly
                     if dn or dl or dcnt or dbl or (drd * ld.eb) % self.block:
                         return False
@@ -190,8 +201,8 @@ class PeriodSkipper:
         if dbursts and (dmbl or dnext or dack or dbeat):
             return False        # a grant assigns these: they must repeat exactly
         if dy or dleft or dwl or dsub or dbeat or dwb:
-            if st.d is None:
-                return False
+            if st.d is None or ((dy or dleft) and dsub):
+                return False        # no row; or the writer's beat counter wrapped
             if dy:
                 if dleft or dwl or dsub or dbeat or dwb or (drd * st.eb) % self.block:
                     return False
@@ -220,7 +231,31 @@ class PeriodSkipper:
         if m < 1:
             return False
         jump = m * period
+        ref = copy.deepcopy(core) if self.verify else None
         self._apply([b + m * x for b, x in zip(v1, d)], t1 + jump)
+        if ref is not None:
+            self._check(ref)
         self.jumps += 1
         self.skipped_cycles += jump
         return True
+
+    def _check(self, ref) -> None:
+        """Step ``ref`` (the core before the jump) to the jump's target and compare."""
+        core = self.core
+        ref.periods = None
+        while ref.t < core.t and not ref.done:
+            ref.step()
+        mine, theirs = PeriodSkipper(core), PeriodSkipper(ref)
+        a = (core.t, mine.exact(_stable), mine.counting())
+        b = (ref.t, theirs.exact(_stable), theirs.counting())
+        if a != b:
+            raise JumpMismatch(f"jump to cycle {core.t}: skipped {a} stepped {b}")
+
+
+def _stable(obj):
+    """An instruction's fields or a run, by value (for comparing a core with its copy)."""
+    if isinstance(obj, dict):
+        return tuple(sorted(obj.items()))
+    if obj is None:
+        return None
+    return tuple(getattr(obj, k) for k in obj.__slots__)

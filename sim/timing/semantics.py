@@ -1,12 +1,17 @@
 """The functional semantics the cycle model applies, with a faster GEMM datapath.
 
 :class:`FastSemantics` is :class:`sim.functional.FunctionalSimulator` with the same checks and
-the same results; only the arithmetic of a GEMM differs. Instead of one int32 product per
-micro-op it multiplies every distinct input row by every distinct weight row once in float32
-(exact: a dot product of ``block_in`` int8 pairs is at most 2^14 · ``block_in`` in magnitude,
-below 2^24 while ``block_in`` ≤ 512), gathers the micro-ops' products and sums the
-contributions per accumulator entry in float64 (exact below 2^53), added modulo 2^32 like the
-hardware. Wider blocks fall back to the reference.
+the same results; only the arithmetic of a GEMM differs. The products are computed in float32,
+which is exact while at most 2^10 products of int8 pairs (each at most 2^14 in magnitude) are
+summed (below 2^24), and added to the int32 accumulators with wrap-around like the hardware:
+
+* when each micro-op's weight row depends on the micro-op only (convolution taps), or the input
+  row on (outer iteration, micro-op) and the weight row on (inner iteration, micro-op) (blocked
+  matrix products), the micro-ops writing the same accumulator entry form one matrix product
+  over (micro-op × ``block_in``);
+* otherwise, if there are few distinct (input row, weight row) pairs, each pair is multiplied
+  once and the micro-ops gather their products;
+* anything else (and GEMM with ``reset``) is the reference's arithmetic.
 """
 
 from __future__ import annotations

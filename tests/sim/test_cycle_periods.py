@@ -12,11 +12,24 @@ import pytest
 
 from driver import Device, Loop, MemType, Uop, gemm_kernel
 from isa.config import load_config
-from sim.cycle import run_image, simulate
+from sim.cycle import simulate
+from sim.timing.period import PeriodSkipper
 
 from .test_cycle import RTL, _padded, check_exact
 
 FULL = bool(os.environ.get("VTA_FULL"))
+
+
+@pytest.fixture(autouse=True)
+def verify_jumps(monkeypatch):
+    """Every jump is checked against a copy of the core stepped cycle by cycle: the whole
+    state (every register, not only cycles and counters) must agree."""
+    real = PeriodSkipper.__init__
+
+    def init(self, core):
+        real(self, core)
+        self.verify = True
+    monkeypatch.setattr(PeriodSkipper, "__init__", init)
 
 
 def streaming_program(cfg, seed: int):
@@ -107,3 +120,13 @@ def test_benchmark_programs_small():
         assert a.periods.jumps > 0
         if RTL is not None:
             check_exact(image, "benchmark")
+
+
+@pytest.mark.parametrize("config", ["tiny", "small", "default"])
+def test_random_programs_jump_like_stepping(config):
+    from isa.conformance import random_program
+    for seed in range(100 if FULL else 20):
+        image = random_program(config, 7000 + seed)
+        a, b = simulate(image), simulate(image, fast=False)
+        assert (a.t, a.counters, a.error, a.error_index) == \
+            (b.t, b.counters, b.error, b.error_index), seed
