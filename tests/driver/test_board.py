@@ -13,10 +13,10 @@ from isa import registers as R
 from isa.errors import ErrorCode
 from isa.image import load_image
 
-VECTORS = sorted(Path("/work/shared/conformance/vectors").glob("*.in.npz"))
+VECTORS = sorted((Path(__file__).resolve().parents[1] / "data" / "conformance")
+                 .glob("*.in.npz"))
 
 
-@pytest.mark.skipif(not VECTORS, reason="the shared conformance vectors are not here")
 @pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.name[:-7])
 def test_conformance_on_the_simulated_board(path):
     image = load_image(path)
@@ -38,7 +38,7 @@ class RecordingLink(SimulatedLink):
 
 
 def test_launch_protocol():
-    image = load_image(VECTORS[0]) if VECTORS else pytest.skip("no vectors")
+    image = load_image(VECTORS[0])
     link = RecordingLink(dram_bytes=image.dram.size)
     BoardBackend(link).run(image)
     result = BoardBackend(link).run(image)   # a second launch on the same board
@@ -50,7 +50,7 @@ def test_launch_protocol():
 
 
 def test_image_larger_than_the_board():
-    image = load_image(VECTORS[0]) if VECTORS else pytest.skip("no vectors")
+    image = load_image(VECTORS[0])
     with pytest.raises(Exception, match="larger than the board's"):
         BoardBackend(SimulatedLink(dram_bytes=image.dram.size // 2)).run(image)
 
@@ -148,6 +148,6 @@ class FakeBoard:
 
 def test_a_board_with_another_id_is_refused():
     from driver import BackendUnavailable
-    image = load_image(VECTORS[0]) if VECTORS else pytest.skip("no vectors")
+    image = load_image(VECTORS[0])
     with pytest.raises(BackendUnavailable, match="ID register reads 0xdeadbeef"):
         BoardBackend(FakeBoard()).run(image)

@@ -12,7 +12,7 @@ from isa.config import load_config
 from isa.encoding import Finish, Gemm, Load, MemType, Store, encode_program
 from isa.image import ProgramImage, save_image
 
-VECTORS = Path("/work/shared/conformance/vectors")
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "conformance"
 ROOT = Path(__file__).resolve().parents[2]
 
 

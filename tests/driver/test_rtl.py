@@ -17,7 +17,8 @@ try:
 except (ImportError, BackendUnavailable) as exc:
     pytest.skip(f"rtl backend unavailable: {exc}", allow_module_level=True)
 
-VECTORS = sorted(Path("/work/shared/conformance/vectors").glob("small-*.in.npz"))
+VECTORS = sorted((Path(__file__).resolve().parents[1] / "data" / "conformance")
+                 .glob("small-*.in.npz"))
 
 
 def test_cycle_budget_ends_in_a_timeout_naming_the_busy_module():
@@ -36,7 +37,6 @@ def test_deadlock_is_an_error_of_the_core():
     assert info.value.code == ErrorCode.DEADLOCK
 
 
-@pytest.mark.skipif(not VECTORS, reason="the shared conformance vectors are not here")
 def test_vta_run_rtl_reports_cycles(tmp_path):
     image = VECTORS[0]
     out = tmp_path / "r.npz"
@@ -58,3 +58,19 @@ def test_dram_not_a_whole_number_of_beats():
     assert result.dram.size == DRAM_BYTES
     assert np.array_equal(result.dram, run_functional(image).dram)
     assert result.counters["gemm_uops"] == 1 and result.counters["alu_uops"] == 3
+
+
+def test_compiled_harness_and_cocotb_bench_count_the_same_cycles():
+    """The C++ memory model of the rtl backend is the cocotb bench's, cycle for cycle."""
+    from hw.rtlsim import run_images
+    from isa.conformance import random_program
+    from isa.image import load_image
+
+    images = [load_image(p) for p in VECTORS]
+    images += [random_program(images[0].config, seed) for seed in range(4)]
+    bench = run_images(images)
+    for image, expect in zip(images, bench):
+        got = RtlBackend().run(image)
+        assert got.cycles == expect.cycles
+        assert {k: got.counters[k] for k in expect.counters} == expect.counters
+        assert np.array_equal(got.dram, expect.dram)

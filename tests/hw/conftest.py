@@ -6,9 +6,7 @@ import pytest
 
 from hw.toolchain import REPO_ROOT, ToolchainError, setup_verilator
 
-VECTORS = Path("/work/shared/conformance/vectors")
-if not VECTORS.exists():
-    VECTORS = REPO_ROOT / "tests" / "data" / "conformance"
+VECTORS = REPO_ROOT / "tests" / "data" / "conformance"   # copied from shared/conformance
 
 FAILURES = REPO_ROOT / "build" / "hw-failures"
 
