@@ -18,3 +18,29 @@ def any_config(request):
     from isa.config import load_config
 
     return load_config(request.param)
+
+
+# On CI the toolchain is installed by `make`: a test that skips because Verilator or the RTL
+# backend is missing would hide a broken install, so there it fails instead.
+_TOOLCHAIN_SKIPS = ("no Verilator", "rtl backend unavailable")
+
+
+def _fail_toolchain_skip(report) -> None:
+    import os
+
+    if os.environ.get("CI") and report.skipped:
+        reason = str(report.longrepr)
+        if any(text in reason for text in _TOOLCHAIN_SKIPS):
+            report.outcome = "failed"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_toolchain_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_toolchain_skip(outcome.get_result())
