@@ -1,12 +1,15 @@
 """Simulated cycles per second of the cycle-accurate simulator and of the compiled RTL.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default] [--blocks 0]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default] [--scale 1] [--repeat 3]
 
 Two long programs, each at least a million cycles: a blocked GEMM (per block: load an INP
 tile and a WGT tile, one GEMM over them, store the block) and a convolution-like program (a
 3 × 3 kernel over padded input tiles, weights loaded once, ReLU and requantisation by ALU,
 store). Both run on ``sim.cycle`` and on the driver's ``rtl`` backend (its Verilator build is
-cached and not timed); cycles, counters and DRAM must agree.
+cached and not timed); cycles, counters and DRAM must agree. The issue's goal is a speed-up of at
+least 10x. Measured on 2 shared cores (docs/timing.md), fastest of 3: blocked GEMM 5.9 M
+cycles/s against the RTL's 0.41 M (14.5x), convolution-like 5.3 M against 0.41 M (13.1x);
+before the periodic skipping and the float GEMM: 0.29 M (0.8x) and 0.50 M (1.3x).
 """
 
 from __future__ import annotations
@@ -102,16 +105,27 @@ def conv_like(config: str, tiles: int):
     return s.build_image()
 
 
-def _time(run, image):
-    start = time.perf_counter()
-    result = run(image)
-    return result, time.perf_counter() - start
+def _time(run, image, repeat=1):
+    """The result and the fastest of ``repeat`` runs' wall time."""
+    best = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = run(image)
+        took = time.perf_counter() - start
+        best = took if best is None else min(best, took)
+    return result, best
+
+
+#: The issue's goal: simulated cycles per second at least this many times the Verilated RTL's.
+GOAL = 10.0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="default")
     ap.add_argument("--scale", type=float, default=1.0, help="program length factor")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each simulator this many times and keep the fastest")
     args = ap.parse_args(argv)
     from driver.backends import BackendUnavailable, get_backend
     from sim.cycle import run_image
@@ -126,15 +140,17 @@ def main(argv=None) -> int:
         print(f"rtl: not available ({exc})")
     status = 0
     for name, image in programs.items():
-        sim, sim_s = _time(run_image, image)
+        sim, sim_s = _time(run_image, image, args.repeat)
         line = (f"{name}: {image.insn_count} instructions, {sim.cycles} cycles; "
                 f"cycle sim {sim_s:.2f} s = {sim.cycles / sim_s / 1e6:.2f} M cycles/s")
         if rtl is not None:
-            ref, rtl_s = _time(rtl.run, image)
+            ref, rtl_s = _time(rtl.run, image, args.repeat)
             same = (ref.cycles == sim.cycles and np.array_equal(ref.dram, sim.dram)
                     and all(ref.counters[k] == sim.counters[k] for k in ref.counters))
+            speedup = rtl_s / sim_s
             line += (f"; rtl {rtl_s:.2f} s = {ref.cycles / rtl_s / 1e6:.2f} M cycles/s; "
-                     f"speed-up {rtl_s / sim_s:.1f}x; "
+                     f"speed-up {speedup:.1f}x (goal {GOAL:.0f}x: "
+                     f"{'met' if speedup >= GOAL else 'NOT met'}); "
                      f"{'exact' if same else 'MISMATCH'}")
             status |= not same
         print(line)

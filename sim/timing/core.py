@@ -23,6 +23,7 @@ COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_bus
             "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
 
 _NO_INDEX = (1 << 32) - 1
+_NONE4 = (False, False, False, False)
 
 
 class SemanticsMismatch(RuntimeError):
@@ -92,21 +93,25 @@ class Core:
         count = tok.count
         go = t == 0
         halt_modules = self.fetch_err or self.mod_err or self.core_err or self.finish_seen
-        fetch.comb(go, self.fetch_err or self.core_err, [q.w_rdy for q in self.queues],
-                   self.dram_size)
+        fetch.comb(go, self.fetch_err or self.core_err,
+                   (len(lq.inner) != lq.inner_depth, len(cq.inner) != cq.inner_depth,
+                    len(sq.inner) != sq.inner_depth), self.dram_size)
         failed = self.fetch_err or self.core_err or (self.mod_err and fetch.quiet)
         load.comb(t, lq.head_valid, lq.head, halt_modules, count[1] != 0)
         compute.comb(t, cq.head_valid, cq.head, halt_modules, count[0] != 0, count[3] != 0)
         store.comb(t, sq.head_valid, sq.head, halt_modules, count[2] != 0)
 
         # Tokens: l2g 0, g2l 1, g2s 2, s2g 3.
-        lf = lq.head[1].f if load.pop else None
-        cf = cq.head[1].f if compute.pop else None
-        sf = sq.head[1].f if store.pop else None
-        pop = (bool(cf and cf["pop_prev"]), bool(lf and lf["pop_next"]),
-               bool(sf and sf["pop_prev"]), bool(cf and cf["pop_next"]))
+        if load.pop or compute.pop or store.pop:
+            lf = lq.head[1].f if load.pop else None
+            cf = cq.head[1].f if compute.pop else None
+            sf = sq.head[1].f if store.pop else None
+            pop = (bool(cf and cf["pop_prev"]), bool(lf and lf["pop_next"]),
+                   bool(sf and sf["pop_prev"]), bool(cf and cf["pop_next"]))
+        else:
+            pop = _NONE4
         push = (load.push[1], compute.push[0], compute.push[1], store.push[0])
-        if any(push):
+        if push != _NONE4:
             if load.push[1] and tok.overflow(0, True, pop[0]):
                 load.err, load.err_index = ErrorCode.TOKEN_OVERFLOW, load.index
             if (push[1] and tok.overflow(1, True, pop[1])) or \
@@ -167,9 +172,10 @@ class Core:
             new["fetch_err"] = True
             new["err"] = (fetch.err, fetch.err_index)
         best = None
-        for mod in self.modules:
-            if mod.err and (best is None or mod.err_index < best[1]):
-                best = (mod.err, mod.err_index)
+        if load.err or compute.err or store.err:
+            for mod in self.modules:
+                if mod.err and (best is None or mod.err_index < best[1]):
+                    best = (mod.err, mod.err_index)
         if running and not self.mod_err and best is not None:
             new["mod_err"] = best
         if running and compute.finish and best is None:
@@ -222,9 +228,11 @@ class Core:
         compute.update(t, heads[1], cmd_fire[2], rd_valid[2], rd_last)
         store.update(t, heads[2], cmd_fire[3], wr_ready, wr_ack)
         d = fetch.dispatch
-        for i, (q, mod) in enumerate(zip(self.queues, self.modules)):
-            q.update(d == i, entry, mod.pop)
-        tok.update(push, pop)
+        lq.update(d == 0, entry, load.pop)
+        cq.update(d == 1, entry, compute.pop)
+        sq.update(d == 2, entry, store.pop)
+        if push != _NONE4 or pop != _NONE4:
+            tok.update(push, pop)
         if go:
             self.running = True
         if "fetch_err" in new:
@@ -311,12 +319,15 @@ def _skip(self, until: int) -> None:
 #: Cycles into a burst's beats (after its first beat) at which :class:`PeriodSkipper` looks
 #: for a period inside the burst (one beat or element, up to 4 elements per beat).
 _STREAM_OFFSETS = frozenset((1, 2, 3, 5))
+#: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD): observed every 4th.
+_PADDING = (2, 3, 5)
 
 
 def _run(self, max_cycles: int, fast: bool = True) -> None:
     """Step to ``done``. ``fast``: a cycle that changed no register (same snapshot before and
     after) repeats exactly until some block's time comparison changes (memory latency, the
-    end of a GEMM/ALU run): jump there at once."""
+    end of a GEMM/ALU run): jump there at once; and periods that repeat with a few registers
+    counting are added at once (:class:`~sim.timing.period.PeriodSkipper`)."""
     step = self.step
     prev = None
     mem = self.mem
@@ -327,13 +338,21 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
         step()
-        if periods is not None and (mem.bursts != bursts or (
-                mem.state in (1, 2) and self.t - mem.next_at in _STREAM_OFFSETS)):
-            jumped = periods.observe(max_cycles, mem.bursts != bursts)
-            bursts = mem.bursts
-            if jumped:
-                prev = None
-                continue
+        if periods is not None:
+            if mem.bursts != bursts:
+                kind = 1                    # a grant
+            elif mem.state in (1, 2) and self.t - mem.next_at in _STREAM_OFFSETS:
+                kind = 0                    # one of a burst's first beats
+            else:                           # or writing padding zeros
+                la, ca = self.load.active, self.compute.active
+                kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
+                             (ca.fsm in _PADDING and ca.n and not ca.n & 3)) else None
+            if kind is not None:
+                jumped = periods.observe(max_cycles, kind)
+                bursts = mem.bursts
+                if jumped:
+                    prev = None
+                    continue
         if fast:
             snap = self.snapshot()
             if snap == prev:

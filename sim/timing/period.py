@@ -3,27 +3,34 @@
 While a transfer streams (a long row of bursts, the bursts of a load alternating with those of
 a store, row after row of a padded load), the core repeats the same sequence of cycles with a
 few registers counting: the beats and elements left, the row number, addresses, the event
-counters. :class:`PeriodSkipper` looks at the state in every cycle that grants the memory port
-(just after the grant). Every register is either *exact* (FSM states, instruction indices,
-queue levels, tokens, the memory's latency countdown, everything else) or one of the
-*counting* registers of :meth:`PeriodSkipper.counting`. When a grant sees the same exact
-registers as an earlier grant *T* cycles before, the cycles between them form a period; the
-next periods repeat it, each shifting the counting registers by the same amounts *D*, as long as
+counters. :class:`PeriodSkipper` looks at the state just after every cycle that grants the memory
+port, after the first few beat cycles of each burst and in every fourth cycle of a row of
+padding zeros. Every register is either *exact* (FSM states, instruction indices, queue levels,
+tokens, everything else) or one of the *counting* registers of :meth:`PeriodSkipper.counting`
+(times relative to the cycle). When such a cycle sees the same exact registers as an earlier
+one of its kind *T* cycles before, the cycles between them form a period; the next periods
+repeat it, each shifting the counting registers by the same amounts *D*, as long as
 
 * no comparison the RTL makes on a counting register changes its outcome (``n == 1``,
-  ``beats_left < room`` for every room ≤ ``max_burst_beats``, ``left != 0``, ``r`` against the
-  padding rows, ``y == y_size − 1``, the cycle against the GEMM/ALU run's timeline): every value
+  ``beats_left < room`` for every room ≤ ``max_burst_beats``, ``left != 0``, ``cnt == k − 1``,
+  ``beat == blen``, the memory's ``beats_left == 1`` and latency, ``r`` against the padding
+  rows, ``y == y_size − 1``, the cycle against the GEMM/ALU run's timeline): every value
   from the period's start to the value after the last skipped period lies on one side of each
   comparison. The counting registers only count monotonically between assignments, so the
   values inside a period lie between its ends;
-* no counting register with *D* ≠ 0 is assigned in the period: an element counter (``n``,
-  ``left``, ``beats_left``) may change only while its row (``r``, ``y``) stays; when rows
-  change, the element counters must repeat exactly (*D* = 0) and the row address must move by
-  whole ``max_burst_beats × bus_bytes`` blocks (the same burst split in every row);
+* no counting register with *D* ≠ 0 is assigned in the period: a reader's (writer's) beat
+  counter within an element (``cnt``, ``sub``) may change only while no element completes (it
+  wraps to 0 when one does: then it must repeat exactly); an element counter (``n``, ``left``,
+  ``beats_left``) may change only while its row (``r``, ``y``) stays; when rows change, the
+  element counters must repeat exactly (*D* = 0) and the row address must move by whole
+  ``max_burst_beats × bus_bytes`` blocks (the same burst split in every row); a grant assigns
+  the memory's beats and latency and the writer's beat count: they must repeat exactly when
+  the period holds a grant;
 * no instruction starts (the module indices, fetch and the queues are exact).
 
 Then ``m`` periods are added at once: ``t`` += ``m·T``, each counting register and event
-counter += ``m·D``. The tests compare this with stepping every cycle and with the RTL.
+counter += ``m·D``. The tests compare this with stepping every cycle and with the RTL, and
+(``verify``) every jump's whole state with a copy of the core stepped to the same cycle.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import copy
 
 __all__ = ["PeriodSkipper", "JumpMismatch"]
 
-#: How many earlier grants with the same exact registers are tried as a period's start.
+#: How many earlier looks with the same exact registers are tried as a period's start.
 HISTORY = 4
 
 
@@ -139,11 +146,11 @@ class PeriodSkipper:
         core.t = t
 
     # ------------------------------------------------------------------ the jump
-    def observe(self, max_cycles: int, grant: bool) -> bool:
+    def observe(self, max_cycles: int, kind: int) -> bool:
         """Called after a cycle that granted the port or streamed one of a burst's first beats;
         True if it jumped. The period may span several such cycles with the same exact
         registers (e.g. the bursts of one row): the last few are tried, nearest first."""
-        key = (grant, self.exact())    # grants and beats are separate histories
+        key = (kind, self.exact())     # grants, beats and padding: separate histories
         v1 = self.counting()
         t1 = self.core.t
         seen = self.seen

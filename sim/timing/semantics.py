@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional import FunctionalSimulator
+from sim.functional import FunctionalSimulator, alu_op
 
 __all__ = ["FastSemantics"]
 
@@ -30,6 +30,37 @@ _EXACT_TERMS = 1 << 10
 
 class FastSemantics(FunctionalSimulator):
     """``FunctionalSimulator`` with an exact float GEMM (see the module)."""
+
+    _last_uops = None
+
+    def _uop_indices(self, insn):
+        """The reference's, remembered for the last instruction (the cycle model asks for
+        them when a GEMM/ALU starts, to find its first bad index, and again to execute it)."""
+        key = (insn, self.uop[insn.uop_bgn:insn.uop_end].tobytes()) \
+            if insn.uop_end <= self.cfg.uop_depth else None
+        if key is not None and self._last_uops is not None and self._last_uops[0] == key:
+            return self._last_uops[1]
+        out = super()._uop_indices(insn)
+        for a in out:
+            a.flags.writeable = False
+        if key is not None:
+            self._last_uops = (key, out)
+        return out
+
+    def _alu(self, insn) -> None:
+        """An ALU with an immediate and no repeated destination is one vectorised operation
+        (what the reference does after finding a single hazard-free segment)."""
+        if not insn.use_imm:
+            return super()._alu(insn)
+        dst, _, _ = self._uop_indices(insn)
+        self._check_index(dst, self.cfg.acc_depth, "dst", "ALU")
+        seen = np.zeros(self.cfg.acc_depth, bool)
+        seen[dst] = True
+        if np.count_nonzero(seen) != dst.size:
+            return super()._alu(insn)
+        self.acc[dst] = alu_op(insn.alu_opcode, self.acc[dst].astype(np.int64),
+                               np.int64(insn.imm))
+        self.counters["alu_counter"] += dst.size
 
     def _gemm(self, insn) -> None:
         cfg = self.cfg
