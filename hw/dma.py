@@ -16,7 +16,7 @@ from isa.config import VTAConfig
 from .fields import mem_insn
 from .memport import ADDR_BITS, MemPortSignature
 
-__all__ = ["DmaReader", "DmaWriter", "TensorLoader", "burst_beats", "span_beats"]
+__all__ = ["DmaReader", "DmaWriter", "TensorLoader"]
 
 _WIDE = ADDR_BITS + 16
 
@@ -26,26 +26,8 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
-def span_beats(cfg: VTAConfig, addr: int, nbytes: int) -> list[tuple[int, int]]:
-    """The bursts ``(byte address, beats)`` a transfer of ``nbytes`` at ``addr`` is split into.
-
-    The Python twin of the engines' burst splitter (used by tests and documentation).
-    """
-    bb, mb = cfg.bus_bytes, cfg.max_burst_beats
-    first, last = addr // bb, (addr + nbytes - 1) // bb
-    out, cur = [], first
-    while cur <= last:
-        n = min(last - cur + 1, mb - cur % mb)
-        out.append((cur * bb, n))
-        cur += n
-    return out
-
-
-burst_beats = span_beats
-
-
 class _BurstSplitter:
-    """Shared burst bookkeeping of the reader and the writer."""
+    """Shared burst bookkeeping of the reader and the writer (the rule of isa.bursts)."""
 
     def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count_bits: int):
         self.lb = _log2(cfg.bus_bytes)

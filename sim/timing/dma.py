@@ -10,25 +10,14 @@ from __future__ import annotations
 
 from isa.config import VTAConfig
 
-__all__ = ["DmaReader", "DmaWriter", "TensorLoader", "span_beats"]
+__all__ = ["DmaReader", "DmaWriter", "TensorLoader"]
 
 IDLE, ISSUE, DATA, ACK = range(4)
 
 
-def span_beats(cfg: VTAConfig, addr: int, nbytes: int) -> list[tuple[int, int]]:
-    """The bursts ``(byte address, beats)`` a transfer of ``nbytes`` at ``addr`` is split into."""
-    bb, mb = cfg.bus_bytes, cfg.max_burst_beats
-    first, last = addr // bb, (addr + nbytes - 1) // bb
-    out, cur = [], first
-    while cur <= last:
-        n = min(last - cur + 1, mb - cur % mb)
-        out.append((cur * bb, n))
-        cur += n
-    return out
-
-
 class _Bursts:
-    """The burst splitter shared by reader and writer (``hw.dma._BurstSplitter``)."""
+    """The burst splitter shared by reader and writer (``hw.dma._BurstSplitter``; the rule of
+    ``isa.bursts.span_beats``)."""
 
     __slots__ = ("bb", "mb", "eb", "cur_beat", "beats_left")
 

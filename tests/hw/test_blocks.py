@@ -7,7 +7,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.alu import AluLane
-from hw.dma import DmaReader, DmaWriter, span_beats
+from hw.dma import DmaReader, DmaWriter
+from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
 from hw.memport import MemArbiter
 from hw.queues import TokenQueues
