@@ -1,6 +1,11 @@
 """Shared fixtures: the reference conformance vectors from the original simulator."""
 
+import os
 from pathlib import Path
+
+# One BLAS thread per test process: with two xdist workers on two cores more threads only
+# contend, and a fixed thread count keeps float32 reduction orders the same from run to run.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 
@@ -26,8 +31,6 @@ _TOOLCHAIN_SKIPS = ("no Verilator", "rtl backend unavailable")
 
 
 def _fail_toolchain_skip(report) -> None:
-    import os
-
     if os.environ.get("CI") and report.skipped:
         reason = str(report.longrepr)
         if any(text in reason for text in _TOOLCHAIN_SKIPS):
