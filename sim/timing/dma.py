@@ -41,7 +41,29 @@ class _Bursts:
         self.beats_left -= n
 
 
-class DmaReader:
+class _Engine:
+    """What the reader and the writer share: burst bookkeeping, element geometry, FSM."""
+
+    def __init__(self, cfg: VTAConfig, eb: int, count_bits: int):
+        self.bs = _Bursts(cfg, eb)
+        self.eb, self.bb = eb, cfg.bus_bytes
+        self.k = eb // self.bb if eb >= self.bb else 0      # beats per element (wide)
+        self.per = self.bb // eb if eb < self.bb else 0     # elements per beat (narrow)
+        self.count_mask = (1 << count_bits) - 1
+        self.fsm = IDLE
+        self.lane = 0
+        self.left = 0
+
+    @property
+    def busy(self) -> bool:
+        return self.fsm != IDLE
+
+    def closes(self) -> bool:
+        """A narrow element ends its beat: the last lane, or the transfer's last element."""
+        return self.lane == self.per - 1 or self.left == 1
+
+
+class DmaReader(_Engine):
     """``hw.dma.DmaReader``: ``count`` elements of ``eb`` bytes at ``addr`` as a stream.
 
     ``start`` in *c* → first ``cmd`` offered in *c* + 1 (while ``issue_ok``). An element leaves
@@ -52,24 +74,11 @@ class DmaReader:
     """
 
     def __init__(self, cfg: VTAConfig, eb: int, count_bits: int):
-        self.bs = _Bursts(cfg, eb)
-        self.eb, self.bb = eb, cfg.bus_bytes
-        self.k = eb // self.bb if eb >= self.bb else 0
-        self.per = self.bb // eb if eb < self.bb else 0
-        self.count_mask = (1 << count_bits) - 1
-        self.fsm = IDLE
+        super().__init__(cfg, eb, count_bits)
         self.cnt = 0
-        self.lane = 0
-        self.left = 0
-
-    @property
-    def busy(self) -> bool:
-        return self.fsm != IDLE
 
     def rd_ready(self) -> bool:
-        if self.k:
-            return True
-        return self.lane == self.per - 1 or self.left == 1
+        return bool(self.k) or self.closes()
 
     def out_valid(self, rd_valid: bool) -> bool:
         """Whether an element leaves in this cycle (given the port's ``rd.valid``)."""
@@ -108,7 +117,7 @@ class DmaReader:
             self.fsm = IDLE if self.bs.beats_left == 0 else ISSUE
 
 
-class DmaWriter:
+class DmaWriter(_Engine):
     """``hw.dma.DmaWriter``: ``count`` elements of ``eb`` bytes from a stream to ``addr``.
 
     ``start`` in *c* → first ``cmd`` offered in *c* + 1; beats from the cycle after the ``cmd``
@@ -118,24 +127,10 @@ class DmaWriter:
     """
 
     def __init__(self, cfg: VTAConfig, eb: int, count_bits: int):
-        self.bs = _Bursts(cfg, eb)
-        self.eb, self.bb = eb, cfg.bus_bytes
-        self.k = eb // self.bb if eb >= self.bb else 0
-        self.per = self.bb // eb if eb < self.bb else 0
-        self.count_mask = (1 << count_bits) - 1
-        self.fsm = IDLE
+        super().__init__(cfg, eb, count_bits)
         self.beat = 0
         self.blen = 0
         self.sub = 0
-        self.lane = 0
-        self.left = 0
-
-    @property
-    def busy(self) -> bool:
-        return self.fsm != IDLE
-
-    def closes(self) -> bool:
-        return self.lane == self.per - 1 or self.left == 1
 
     def wr_valid(self, inp_valid: bool) -> bool:
         if self.fsm != DATA or not inp_valid:
