@@ -482,10 +482,8 @@ class StreamBuilder:
 
     # ------------------------------------------------------------------ launches
     def epilogue(self) -> None:
-        """Commit pending pops, then the original runtime's epilogue: store and load each push
-        a token to compute, and a compute no-op pops both (FINISH waits for both)."""
-        for stage in STAGES:
-            self.commit(stage)
+        """The original runtime's epilogue (reference §8.4): store and load each push a token
+        to compute (committing their pending pops first), a compute no-op pops both."""
         self._push("store", "compute")
         self._push("load", "compute")
         self._pop("store", "compute")
@@ -498,20 +496,25 @@ class StreamBuilder:
 
     def _drain(self) -> dict[str, int]:
         """Refuse a launch whose pops outnumber a queue's pushes; pop what is outstanding."""
-        for stage in STAGES:
-            self.commit(stage)
-        short = {q: -n for q, n in self._balance.items() if n < 0}
+        balance = dict(self._balance)
+        for stage, flags in self._pending.items():
+            for flag, on in flags.items():
+                if on:
+                    balance[DEP_FLAGS[stage][flag]] -= 1
+        short = {q: -n for q, n in balance.items() if n < 0}
         if short:
             detail = ", ".join(f"{q} ({QUEUES[q][1]} pops {n} more token(s) than "
                                f"{QUEUES[q][0]} has pushed)" for q, n in short.items())
             raise ProgramError(f"cannot launch: {detail}; the launch would deadlock")
-        outstanding = dict(self._balance)
-        for q, n in outstanding.items():
-            producer, consumer = QUEUES[q]
-            for _ in range(n):
-                self._append(consumer, noop(consumer).replace(
-                    **{pop_flag(producer, consumer): True}))
-        return outstanding
+        if any(balance.values()):
+            for stage in STAGES:
+                self.commit(stage)
+            for q, n in balance.items():
+                producer, consumer = QUEUES[q]
+                for _ in range(n):
+                    self._append(consumer, noop(consumer).replace(
+                        **{pop_flag(producer, consumer): True}))
+        return balance
 
     def _seal(self, *, epilogue: bool = True, finish: bool = True,
               check_tokens: bool = True) -> Launch:
