@@ -16,6 +16,7 @@ from ..image import OutputRegion, ProgramImage
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
            "REGION_KINDS", "DATA_KINDS", "default_align", "auto_layout", "relocate",
+           "relocate_list",
            "write_launch"]
 
 #: Kinds of DRAM regions. ``uops`` and ``instructions`` are generated, one of each per launch.
@@ -94,8 +95,9 @@ class Launch:
         return len(self.instructions)
 
     def regions_used(self) -> tuple[str, ...]:
-        """Data regions its LOADs and STOREs address, in first-use order."""
-        return tuple(dict.fromkeys(r for _, r in self.relocs))
+        """Data regions its LOADs and STOREs address (its micro-op region aside), in first-use
+        order."""
+        return tuple(dict.fromkeys(r for _, r in self.relocs if r != self.uops))
 
     def stores(self) -> tuple[str, ...]:
         """Regions its STOREs write."""
@@ -103,19 +105,26 @@ class Launch:
                                    if self.instructions[i].opcode == Opcode.STORE))
 
 
-def relocate(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> list:
-    """The launch's instructions with every relocated ``dram_base`` made absolute."""
-    insns = list(launch.instructions)
-    for i, name in launch.relocs:
+def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
+                  where: str = "") -> list:
+    """``insns`` with the ``dram_base`` of every relocated instruction made absolute."""
+    insns = list(insns)
+    for i, name in relocs:
         insn = insns[i]
         eb = elem_bytes(cfg, insn.memory_type)
         addr = layout[name]
         if addr % eb:
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
-                            f"{MemType(insn.memory_type).name} element that instruction {i} "
-                            f"of launch {launch.index} reads it as")
+                            f"{MemType(insn.memory_type).name} element that instruction {i}"
+                            f"{where} reads it as")
         insns[i] = insn.replace(dram_base=addr // eb + insn.dram_base)
     return insns
+
+
+def relocate(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> list:
+    """The launch's instructions with every relocated ``dram_base`` made absolute."""
+    return relocate_list(launch.instructions, launch.relocs, layout, cfg,
+                         f" of launch {launch.index}")
 
 
 def _encode(launch: Launch, insns: list, cfg: VTAConfig) -> bytes:
