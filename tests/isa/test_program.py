@@ -426,3 +426,13 @@ def test_conformance_builder_is_a_layer_over_the_program():
         insns = decode_program(p.image.instruction_bytes, p.config)
         assert isinstance(insns[-1], Finish)
         assert token_balance(p.image) == dict.fromkeys(QUEUES, 0)
+
+
+def test_docs_example_runs(tmp_path, monkeypatch, capsys):
+    """docs/program.md's first Python block, exactly as written."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "program.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/program.md", "exec"), {})
+    assert capsys.readouterr().out.rstrip().endswith("[ 1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16]")
