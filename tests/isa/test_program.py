@@ -371,6 +371,7 @@ def test_save_load_round_trip_and_dump(tmp_path):
     prog.save(path)
     back = load_program(path)
     assert back == prog and back.config == prog.config
+    assert load_program(prog.to_bytes()) == prog
     for r in prog.regions:
         assert (r.data is None) == (back.region(r.name).data is None)
         assert r.data is None or np.array_equal(r.data, back.region(r.name).data)
