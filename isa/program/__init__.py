@@ -20,7 +20,7 @@ from .program import (REGION_KINDS, Launch, LinkedProgram, LinkError, Program, P
                       Region, auto_layout, default_align, relocate, write_launch)
 
 __all__ = ["StreamBuilder", "DEFAULT_INSN_CAPACITY", "noop", "ProgramFormatError",
-           "dump_program", "load_program", "program_bytes", "save_program", "KernelError", "KernelRegistry",
-           "Loop", "UopKernel", "UopResidency", "alu_kernel", "gemm_kernel", "REGION_KINDS",
-           "Launch", "LinkedProgram", "LinkError", "Program", "ProgramError", "Region",
-           "auto_layout", "default_align", "relocate", "write_launch"]
+           "dump_program", "load_program", "program_bytes", "save_program", "KernelError",
+           "KernelRegistry", "Loop", "UopKernel", "UopResidency", "alu_kernel", "gemm_kernel",
+           "REGION_KINDS", "Launch", "LinkedProgram", "LinkError", "Program", "ProgramError",
+           "Region", "auto_layout", "default_align", "relocate", "write_launch"]

@@ -436,4 +436,5 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "docs/program.md", "exec"), {})
-    assert capsys.readouterr().out.rstrip().endswith("[ 1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16]")
+    out = capsys.readouterr().out.rstrip()
+    assert out.endswith("[ 1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16]")
