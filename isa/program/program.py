@@ -9,9 +9,9 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..arch import MemType, Opcode, elem_bytes, module_of
+from ..arch import MemType, Opcode, elem_bytes
 from ..config import VTAConfig
-from ..encoding import Instruction, IsaError, encode
+from ..encoding import IsaError, encode
 from ..image import OutputRegion, ProgramImage
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
