@@ -438,3 +438,31 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(block, "docs/program.md", "exec"), {})
     out = capsys.readouterr().out.rstrip()
     assert out.endswith("[ 1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16]")
+
+
+def test_vta_program_command(tmp_path, capsys):
+    from vta.cli import main
+    units = [("gemm", 4, 2), ("alu", 2, [(AluOp.ADD, 1)]), ("gemm", 3, 1)]
+    b, expected = build_stream(units, 26, 5)
+    prog = b.build()
+    path = tmp_path / "p.npz"
+    prog.save(path)
+    assert main(["program", str(path), "--summary", "--images", str(tmp_path / "img")]) == 0
+    out = capsys.readouterr().out
+    assert "launch 1:" in out and "dram_base=" not in out and "image(s)" in out
+    # The written images, run in order, compute what numpy says.
+    from isa.image import load_image
+    files = sorted((tmp_path / "img").glob("launch-*.npz"))
+    assert len(files) == len(prog.launches) > 1
+    dram = None
+    for f in files:
+        image = load_image(f)
+        if dram is not None:
+            image.dram[:] = dram
+        dram = run_image(image).dram
+    linked = prog.link()
+    for name, want in expected.items():
+        assert np.array_equal(linked.read(name, dram), want)
+    path.write_bytes(b"not a zip")
+    assert main(["program", str(path)]) == 2
+    assert "not a saved VTA program" in capsys.readouterr().err
