@@ -13,6 +13,7 @@ is taken back and replayed in the next launch instead of being split.
 
 from __future__ import annotations
 
+import copy
 import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,13 +40,24 @@ _TAIL_INSNS = 8
 _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STAGES}}
 
 
+def with_fields(insn, **fields):
+    """``insn.replace(**fields)`` for known fields, without re-running the dataclass
+    constructor: token flags and addresses are set on every instruction of a stream."""
+    new = copy.copy(insn)
+    for name, value in fields.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
 def noop(stage: str) -> Instruction:
     """The token-only instruction (x_size = 0) the original runtime uses for ``stage``: a
     LOAD INP on load, a LOAD UOP on compute, a STORE (memory type UOP) on store."""
-    if stage == "store":
-        return Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)
-    mem = MemType.INP if stage == "load" else MemType.UOP
-    return Load(memory_type=mem, y_size=0, x_size=0, x_stride=0)
+    return _NOOPS[stage]
+
+
+_NOOPS = {"load": Load(memory_type=MemType.INP, y_size=0, x_size=0, x_stride=0),
+          "compute": Load(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0),
+          "store": Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)}
 
 
 def _stage(name) -> str:
@@ -264,7 +276,7 @@ class StreamBuilder:
             pending = self._pending[stage]
             pops = {f: True for f in POP_FLAGS if pending[f]}
             if pops:
-                insn = insn.replace(**pops)
+                insn = with_fields(insn, **pops)
                 pending.update(dict.fromkeys(POP_FLAGS, False))
             for flag, queue in DEP_FLAGS[stage].items():
                 if queue is not None and getattr(insn, flag):
@@ -370,10 +382,10 @@ class StreamBuilder:
         last = self._insns[-1] if self._insns else None
         if (last is not None and not isinstance(last, int) and self._stages[-1] == src
                 and not getattr(last, flag)):
-            self._insns[-1] = last.replace(**{flag: True})
+            self._insns[-1] = with_fields(last, **{flag: True})
             self._balance[_queue(src, dst)] += 1
         else:
-            self._append(src, noop(src).replace(**{flag: True}))
+            self._append(src, with_fields(noop(src), **{flag: True}))
 
     # ------------------------------------------------------------------ data movement
     def _check_transfer(self, what: str, region: Region, mem_type: int, offset: int,

@@ -152,6 +152,29 @@ def test_residency_eviction_and_staging():
     assert b.uop_loads == 3 and b.uop_evictions == 0       # resident kernels stay
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.integers(1, 24), min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), min_size=1, max_size=60))
+def test_residency_against_a_model_of_the_sram(sizes, uses):
+    """The ring cache against the micro-op SRAM itself: a kernel is resident exactly when every
+    entry it was loaded into still holds it."""
+    from isa.program import UopResidency
+    depth = 32
+    kernels = [alu_kernel(AluOp.ADD, [Uop(0, 0)] * n, imm=0) for n in sizes]
+    cache, owner, where, cursor = UopResidency(depth), [None] * depth, {}, 0
+    for u in uses:
+        k = kernels[u % len(kernels)]
+        n = len(k)
+        resident = k in where and all(owner[e] is k for e in range(where[k], where[k] + n))
+        if not resident:
+            if cursor + n > depth:
+                cursor = 0
+            where[k] = cursor
+            owner[cursor:cursor + n] = [k] * n
+            cursor += n
+        assert cache.place(k) == (where[k], not resident)
+
+
 # ---------------------------------------------------------------------------- random streams
 CFG = load_config("tiny")
 ALU_OPS = st.sampled_from([AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL])
