@@ -296,6 +296,8 @@ class StreamBuilder:
         inside that region. Returns its index in the open launch."""
         self._check_open()
         name = None if region is None else self._region("emit", region).name
+        if name is not None and not isinstance(insn, (Load, Store)):
+            raise ProgramError(f"emit: only LOAD and STORE address a region, not {insn!r}")
         return self._append(module_of(insn), insn, name)
 
     def raw(self, word: int, stage: str = "compute") -> int:
