@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Hashable
@@ -36,6 +37,10 @@ _MAX_INSNS_PER_CALL = 3
 # Worst case of the launch tail beyond the drains: three pending-pop commits, the epilogue's
 # store, load and compute no-ops, and FINISH.
 _TAIL_INSNS = 8
+
+# The regions the builder makes for each launch.
+GENERATED_KINDS = ("uops", "instructions")
+_GENERATED_NAME = re.compile(r"(uops|insns)\.\d+")
 
 _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STAGES}}
 
@@ -224,9 +229,18 @@ class StreamBuilder:
     # ------------------------------------------------------------------ regions
     def region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
                align: int | None = None, shape=None, dtype=None) -> Region:
-        """A new DRAM region (see :class:`Region`); names are unique."""
+        """A new DRAM region (see :class:`Region`); names are unique, and ``uops.N`` /
+        ``insns.N`` (kinds ``uops`` / ``instructions``) are the builder's own."""
         if not isinstance(name, str) or not name:
             raise ProgramError(f"a region name must be a non-empty string, got {name!r}")
+        if kind in GENERATED_KINDS or _GENERATED_NAME.fullmatch(name):
+            raise ProgramError(f"region {name!r} of kind {kind!r}: the builder makes the "
+                               f"micro-op and instruction regions of each launch itself")
+        return self._new_region(name, nbytes, kind, data=data, fill=fill, align=align,
+                                shape=shape, dtype=dtype)
+
+    def _new_region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
+                    align: int | None = None, shape=None, dtype=None) -> Region:
         if name in self.regions:
             raise ProgramError(f"duplicate region name {name!r}")
         region = Region(name, kind, int(nbytes), self.align if align is None else int(align),
@@ -542,9 +556,9 @@ class StreamBuilder:
         k = len(self.launches)
         uops = None
         if self._uop_chunks:
-            uops = self.region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
+            uops = self._new_region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
                                data=np.frombuffer(b"".join(self._uop_chunks), np.uint8)).name
-        insns = self.region(f"insns.{k}", 16 * len(self._insns), "instructions").name
+        insns = self._new_region(f"insns.{k}", 16 * len(self._insns), "instructions").name
         launch = Launch(k, tuple(self._insns), tuple(self._stages), tuple(self._relocs),
                         insns, uops)
         self.launches.append(launch)

@@ -383,6 +383,12 @@ def test_program_is_immutable():
         prog.region("acc").data[0] = 1
     with pytest.raises(ProgramError, match="has no region 'y'"):
         prog.region("y")
+    b = StreamBuilder("tiny")
+    b.scratch("s", 16)
+    with pytest.raises(ProgramError, match="duplicate region name 's'"):
+        b.output("s", (2,), np.int8)
+    with pytest.raises(ProgramError, match="the builder makes the micro-op"):
+        b.scratch("insns.0", 16)
 
 
 # ---------------------------------------------------------------------------- files
