@@ -33,12 +33,7 @@ def _program(args) -> int:
     except ProgramFormatError as exc:
         print(f"vta program: error: {args.source}: {exc}", file=sys.stderr)
         return 2
-    text = program.dump()
-    if args.summary:
-        # Instruction lines are the ones that start with their index.
-        text = "\n".join(line for line in text.splitlines()
-                         if not line.lstrip()[:1].isdigit()) + "\n"
-    sys.stdout.write(text)
+    sys.stdout.write(program.dump(instructions=not args.summary))
     if args.images is not None:
         try:
             linked = program.link()

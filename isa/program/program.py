@@ -334,10 +334,11 @@ class Program:
         from .files import program_bytes
         return program_bytes(self)
 
-    def dump(self) -> str:
-        """The program as text: regions, then every launch in ``vta asm`` syntax."""
+    def dump(self, *, instructions: bool = True) -> str:
+        """The program as text: regions, then every launch in ``vta asm`` syntax (without
+        ``instructions``: only each launch's size)."""
         from .files import dump_program
-        return dump_program(self)
+        return dump_program(self, instructions=instructions)
 
 
 @dataclass(frozen=True)
