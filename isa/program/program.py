@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Mapping
 
 import numpy as np
@@ -307,7 +308,7 @@ class Program:
         starts = tuple(write_launch(dram, launch, self._by_name, addrs, self.config)
                        for launch in self.launches)
         dram.setflags(write=False)
-        return LinkedProgram(self, addrs, size, dram, starts)
+        return LinkedProgram(self, MappingProxyType(addrs), size, dram, starts)
 
     def _input_bytes(self, region: Region, value) -> np.ndarray:
         if region.kind != "input":
@@ -347,7 +348,7 @@ class LinkedProgram:
     every launch's instructions and micro-ops; :meth:`image` gives launch k's image."""
 
     program: Program
-    layout: dict
+    layout: Mapping[str, int]       # read-only
     dram_bytes: int
     dram: np.ndarray = field(repr=False)
     starts: tuple[int, ...]

@@ -381,6 +381,11 @@ def test_program_is_immutable():
         prog.name = "other"
     with pytest.raises(ValueError):
         prog.region("acc").data[0] = 1
+    linked = prog.link()
+    with pytest.raises(TypeError):
+        linked.layout["acc"] = 0
+    with pytest.raises(ValueError):
+        linked.dram[0] = 1
     with pytest.raises(ProgramError, match="has no region 'y'"):
         prog.region("y")
     b = StreamBuilder("tiny")
