@@ -154,6 +154,7 @@ def dump_program(program: Program, *, instructions: bool = True) -> str:
     cfg = program.config
     lines = [f"program {program.name!r} for configuration {cfg.name!r}: "
              f"{len(program.launches)} launch(es), {program.instruction_count} instructions",
+             "counters: " + ", ".join(f"{k} {v}" for k, v in program.counters().items()),
              "", f"{'region':<24} {'kind':<12} {'bytes':>10} {'align':>6}  shape/dtype"]
     for r in program.regions:
         what = "" if r.shape is None else f"{list(r.shape)} {r.dtype}"

@@ -266,7 +266,16 @@ def test_random_streams_split_balanced_and_compute_what_numpy_says(case):
         if k < 3:
             find_race(image)
     assert len(prog.launches) == 1 + b.splits
-    dram = linked.run(run_image)
+    counted = dict.fromkeys(prog.counters(), 0)
+
+    def run_counting(image):
+        result = run_image(image)
+        for key in counted:
+            counted[key] += result.counters[key]
+        return result
+
+    dram = linked.run(run_counting)
+    assert counted == prog.counters()          # what the simulator counted, predicted
     for name, want in expected.items():
         assert np.array_equal(linked.read(name, dram), want), name
 
