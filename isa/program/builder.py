@@ -574,6 +574,17 @@ class StreamBuilder:
             self._launch_start = len(self._insns)
         return launch
 
+    @property
+    def in_unit(self) -> bool:
+        return self._log is not None
+
+    def seal(self) -> Launch:
+        """Seal the open launch now, even if it is empty (its epilogue and FINISH alone)."""
+        self._check_open()
+        if self._log is not None:
+            raise ProgramError("seal() inside a unit: a unit stays in one launch")
+        return self._seal()
+
     def flush(self) -> Launch | None:
         """Seal the open launch now (like ``CommandStream.synchronize()`` without running);
         None if it is empty."""
