@@ -97,7 +97,7 @@ class CommandStream:
         """The instructions of the current (not yet launched) launch, with their addresses."""
         b = self._builder
         layout = {name: buf.addr for name, buf in self._by_region.items()}
-        layout[b._uop_region_name()] = self._uop_buf.addr
+        layout[b.uops_region] = self._uop_buf.addr
         return relocate_list(b.instructions, b.relocs, layout, self.cfg)
 
     @property

@@ -483,7 +483,7 @@ class StreamBuilder:
         if loaded:
             self._append("compute", Load(memory_type=MemType.UOP, sram_base=begin,
                                          dram_base=self._stage_uops(kernel), y_size=1,
-                                         x_size=n, x_stride=n), self._uop_region_name())
+                                         x_size=n, x_stride=n), self.uops_region)
         fields = dict(uop_bgn=begin, uop_end=begin + n, **kernel.loop_fields())
         if mode == "gemm":
             insn = Gemm(reset=kernel.reset, **fields)
@@ -492,7 +492,9 @@ class StreamBuilder:
                        **fields)
         self._append("compute", insn)
 
-    def _uop_region_name(self) -> str:
+    @property
+    def uops_region(self) -> str:
+        """The name the open launch's micro-op region will have (``uops.N``)."""
         return f"uops.{len(self.launches)}"
 
     def _stage_uops(self, kernel: UopKernel) -> int:
