@@ -116,7 +116,10 @@ def load_program(source: "str | Path | bytes") -> Program:
                                  "SHA-256 checksum")
     try:
         return _from_meta(meta, arrays)
-    except (KeyError, TypeError, ValueError, IndexError, ConfigError, IsaError) as exc:
+    except ProgramError as exc:
+        raise ProgramFormatError(f"invalid program file: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ConfigError,
+            IsaError) as exc:
         raise ProgramFormatError(f"invalid program file: {type(exc).__name__}: {exc}") from None
 
 

@@ -463,6 +463,23 @@ def test_a_corrupted_program_file_is_a_clear_error(tmp_path):
     np.savez(bad, dram=np.zeros(4, np.uint8))
     with pytest.raises(ProgramFormatError, match="no 'meta'"):
         load_program(bad)
+    # Consistent checksum, inconsistent content: still a one-line format error.
+    from isa.program.files import _digest, _to_arrays
+    import json
+    for change, message in ((lambda m, a: m["regions"][0].update(kind="weird"),
+                             "unknown kind 'weird'"),
+                            (lambda m, a: a.update(launch0_relocs=np.array([[0, 99]])),
+                             "IndexError"),
+                            (lambda m, a: m["config"].update(LOG_BATCH=-3),
+                             "invalid program file")):
+        arrays = _to_arrays(prog)
+        meta = json.loads(str(arrays.pop("meta")))
+        meta.pop("sha256")
+        change(meta, arrays)
+        meta["sha256"] = _digest(meta, arrays)
+        np.savez(bad, meta=np.str_(json.dumps(meta)), **arrays)
+        with pytest.raises(ProgramFormatError, match=message):
+            load_program(bad)
     with pytest.raises(ProgramFormatError, match="no such program file"):
         load_program(tmp_path / "missing.npz")
     assert not (tmp_path / "p.npz.tmp").exists()
