@@ -252,6 +252,9 @@ class StreamBuilder:
     def parameter(self, name: str, array, *, align: int | None = None) -> Region:
         """Constant data carried by the program: the little-endian bytes of ``array``."""
         arr = np.ascontiguousarray(array)
+        if arr.dtype.kind not in "biuf":
+            raise ProgramError(f"parameter {name!r}: {arr.dtype} is not a numeric dtype "
+                               f"(DRAM holds integers and floats)")
         arr = arr.astype(arr.dtype.newbyteorder("<"))
         return self.region(name, arr.nbytes, "parameter", data=arr.view(np.uint8).reshape(-1),
                            align=align, shape=arr.shape, dtype=arr.dtype)
@@ -273,6 +276,9 @@ class StreamBuilder:
 
     def _shaped(self, name, shape, dtype, kind, align, fill) -> Region:
         shape = (shape,) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        if np.dtype(dtype).kind not in "biuf" or min(shape, default=0) < 0:
+            raise ProgramError(f"{kind} {name!r}: needs a numeric dtype and a non-negative "
+                               f"shape, got {shape} {np.dtype(dtype)}")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return self.region(name, nbytes, kind, fill=fill, align=align, shape=shape,
                            dtype=dtype)

@@ -408,6 +408,8 @@ def test_program_is_immutable():
         b.output("s", (2,), np.int8)
     with pytest.raises(ProgramError, match="the builder makes the micro-op"):
         b.scratch("insns.0", 16)
+    with pytest.raises(ProgramError, match="not a numeric dtype"):
+        b.parameter("o", np.array([object()]))
 
 
 # ---------------------------------------------------------------------------- files
