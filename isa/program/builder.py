@@ -13,7 +13,6 @@ is taken back and replayed in the next launch instead of being split.
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from contextlib import contextmanager
@@ -48,9 +47,9 @@ _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STA
 def with_fields(insn, **fields):
     """``insn.replace(**fields)`` for known fields, without re-running the dataclass
     constructor: token flags and addresses are set on every instruction of a stream."""
-    new = copy.copy(insn)
-    for name, value in fields.items():
-        object.__setattr__(new, name, value)
+    new = object.__new__(type(insn))
+    new.__dict__.update(insn.__dict__)      # frozen dataclasses keep their fields there
+    new.__dict__.update(fields)
     return new
 
 
@@ -338,7 +337,7 @@ class StreamBuilder:
             self._append(stage, noop(stage))
 
     def _tail_reserve(self) -> int:
-        return _TAIL_INSNS + sum(max(0, n) for n in self._balance.values())
+        return _TAIL_INSNS + sum([n for n in self._balance.values() if n > 0])
 
     def _fits(self, uops: int) -> bool:
         need = _MAX_INSNS_PER_CALL + 1 + self._tail_reserve()

@@ -3,7 +3,6 @@ against a memory layout into program images (SPEC §5)."""
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -120,8 +119,8 @@ def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
                             f"{MemType(insn.memory_type).name} element that instruction {i}"
                             f"{where} reads it as")
-        new = copy.copy(insn)       # insn.replace() without re-running the constructor
-        object.__setattr__(new, "dram_base", addr // eb + insn.dram_base)
+        new = object.__new__(type(insn))   # insn.replace() without re-running the constructor
+        new.__dict__.update(insn.__dict__, dram_base=addr // eb + insn.dram_base)
         insns[i] = new
     return insns
 
