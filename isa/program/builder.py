@@ -56,7 +56,7 @@ def with_fields(insn, **fields):
 def noop(stage: str) -> Instruction:
     """The token-only instruction (x_size = 0) the original runtime uses for ``stage``: a
     LOAD INP on load, a LOAD UOP on compute, a STORE (memory type UOP) on store."""
-    return _NOOPS[stage]
+    return _NOOPS[_stage(stage)]
 
 
 _NOOPS = {"load": Load(memory_type=MemType.INP, y_size=0, x_size=0, x_stride=0),
