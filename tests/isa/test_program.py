@@ -305,21 +305,12 @@ def test_a_unit_larger_than_a_launch_is_an_error():
 
 
 # ---------------------------------------------------------------------------- the driver
-def test_link_runs_like_the_driver_stream():
-    """The same calls through driver.CommandStream (live device, its allocator, eager runs)
-    and through the builder + automatic layout give the same outputs."""
+def run_on_a_device(units, capacity, seed, config):
+    """``build_stream`` through driver.CommandStream (live device, its allocator, a launch
+    run each time the stream flushes): the stream and the output buffers."""
     from driver import Device
-    units = [("gemm", 2, 1), ("alu", 3, [(AluOp.MUL, 3), (AluOp.SHR, 1)]), ("gemm", 4, 3)]
-    b, expected = build_stream(units, 30, 11)
-    linked = b.build().link()
-    dram = linked.run(run_image)
-    # The linked images are SPEC §5 images for every backend: the cycle-accurate simulator
-    # leaves the same DRAM, byte for byte.
-    import sim.cycle
-    assert np.array_equal(linked.run(sim.cycle.run_image), dram)
-
-    dev = Device(CFG, dram_bytes=1 << 20)
-    s = dev.stream(insn_capacity=30, uop_capacity=24)
+    dev = Device(config, dram_bytes=1 << 20, keep_images=True)
+    s = dev.stream(insn_capacity=capacity or 8192, uop_capacity=24)
     buffers = {}
 
     class Adapter:
@@ -338,12 +329,42 @@ def test_link_runs_like_the_driver_stream():
         def __getattr__(self, attr):
             return getattr(s, attr)
 
-    build_stream(units, 30, 11, builder=Adapter())
+    build_stream(units, capacity, seed, builder=Adapter(), cfg=config)
     s.synchronize()
+    return s, buffers
+
+
+def test_link_runs_like_the_driver_stream():
+    """The builder + automatic layout and the driver's stream give the same outputs; the
+    linked images give the same DRAM on the cycle-accurate simulator."""
+    units = [("gemm", 2, 1), ("alu", 3, [(AluOp.MUL, 3), (AluOp.SHR, 1)]), ("gemm", 4, 3)]
+    b, expected = build_stream(units, 30, 11)
+    linked = b.build().link()
+    dram = linked.run(run_image)
+    import sim.cycle
+    assert np.array_equal(linked.run(sim.cycle.run_image), dram)
+    s, buffers = run_on_a_device(units, 30, 11, "tiny")
     assert len(s.launches) == len(linked)
     for name in expected:
         assert np.array_equal(buffers[name].read(), linked.read(name, dram)), name
         assert np.array_equal(buffers[name].read(), expected[name]), name
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(streams())
+def test_random_streams_on_a_device_match_the_linked_program(case):
+    units, capacity, seed, config = case
+    b, expected = build_stream(units, capacity, seed, cfg=config)
+    prog = b.build()
+    s, buffers = run_on_a_device(units, capacity, seed, config)
+    assert len(s.launches) == len(prog.launches)
+    # The device's launches are the program's, at the device's addresses.
+    assert [i.insn_count for i in s.images] == [len(k) for k in prog.launches]
+    for image, launch in zip(s.images, prog.launches):
+        insns = decode_program(image.instruction_bytes, image.config)
+        assert [i.deps for i in insns] == [i.deps for i in launch.instructions]
+    for name, want in expected.items():
+        assert np.array_equal(buffers[name].read(), want), name
 
 
 # ---------------------------------------------------------------------------- linking
