@@ -18,8 +18,8 @@ from .ir import (Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar
                  Op, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Span, Tuple, TupleGetItem, TypeData, Var)
 from .op.registry import get_op
-from .ty import (ANY, DTYPES, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
-                 TypeVar)
+from .ty import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
+                 TypeVar, canonical_dtype, is_dtype_name)
 
 __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
 
@@ -41,18 +41,18 @@ class ParseError(SyntaxError):
 
 
 _TOKEN_RE = re.compile(r"""
-    (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
+    (?P<ws>\s+|//[^\n]*)
   | (?P<version>\#\[version\s*=\s*"[^"]*"\])
   | (?P<metadata>\#\[metadata\])
   | (?P<local>%[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)
   | (?P<global>@[A-Za-z_][A-Za-z0-9_.]*)
-  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>->|=>|==|!=|<=|>=|[()\[\]{},;:=.+\-*/<>?^])
 """, re.VERBOSE | re.DOTALL)
 
-_NUM_SUFFIX = {"f": "float32", "f32": "float32", "f64": "float64", "f16": "float16", "i8": "int8",
+_NUM_SUFFIX = {"f": "float32", "f32": "float32", "f64": "float64", "f16": "float16", "i": "int32", "i8": "int8",
                "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                "u64": "uint64", "b": "bool"}
 
@@ -74,6 +74,16 @@ def _tokenize(text, source):
     toks, pos, line, line_start = [], 0, 1, 0
     meta = None
     while pos < len(text):
+        if text.startswith("/*", pos):
+            end = _block_comment_end(text, pos)
+            if end is None:
+                raise ParseError("unterminated /* comment", line, pos - line_start + 1, source, text)
+            nl = text.count("\n", pos, end)
+            if nl:
+                line += nl
+                line_start = text.rfind("\n", pos, end) + 1
+            pos = end
+            continue
         m = _TOKEN_RE.match(text, pos)
         if not m:
             raise ParseError(f"unexpected character {text[pos]!r}", line, pos - line_start + 1, source, text)
@@ -93,8 +103,48 @@ def _tokenize(text, source):
     return toks, meta
 
 
+def _block_comment_end(text, pos):
+    """End of the block comment opening at ``pos``; block comments nest, as in TVM."""
+    depth, i = 0, pos
+    while i < len(text):
+        if text.startswith("/*", i):
+            depth += 1
+            i += 2
+        elif text.startswith("*/", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return None
+
+
+_FLOAT_MAX = {"float16": 65504.0, "float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+
+
+def _literal(body, dtype, is_float, negative, suffixed):
+    """``(value, dtype)`` of a literal, range-checked as TVM's tokenizer does: an integer without
+    a suffix that does not fit int32 becomes int64; any other value outside its type's range
+    (``2147483648i32``, ``3.5e38f``, ``65505f16``) raises ``ValueError``."""
+    if dtype == "bool":
+        return bool(int(body)), dtype
+    sign = "-" if negative else ""
+    if is_float:
+        value = float(body)
+        if abs(value) > _FLOAT_MAX[dtype]:
+            raise ValueError(f"floating point literal {sign}{body} does not fit in {dtype}")
+        return (-value if negative else value), dtype
+    value = -int(body) if negative else int(body)
+    for dt in (dtype,) if suffixed or dtype != "int32" else ("int32", "int64"):
+        info = np.iinfo(dt)
+        if info.min <= value <= info.max:
+            return value, dt
+    raise ValueError(f"integer literal {sign}{body} does not fit in {dtype}")
+
+
 def _number(text):
-    m = re.match(r"^(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?$", text)
+    m = re.match(r"^(.*?)(f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?$", text)
     body, suffix = m.group(1), m.group(2)
     is_float = any(c in body for c in ".eE")
     if suffix:
@@ -141,6 +191,7 @@ class _Parser:
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}
+        self.own_ctors = set()
         self.scopes = []
         self.tvar_scopes = []
         self.global_refs = []
@@ -192,9 +243,11 @@ class _Parser:
             if not v.startswith("0.0."):
                 raise self.error(f"unsupported text format version {v!r}")
             self.pos += 1
-        items = []
+        if not (self.tok.kind == "eof" or self.at("def") or self.at("type") or self.at("extern")):
+            if self.tok.kind == "ident" and self.peek().kind == "global":
+                raise self.error(f"expected 'def' or 'type' at top level but found {self.tok.text!r}")
+            return self.parse_expression_module()
         depth = 0
-        start = self.pos
         # Pass 1: declare every ADT name so definitions may refer to each other in any order.
         for i in range(self.pos, len(self.toks) - 1):
             t = self.toks[i]
@@ -202,7 +255,7 @@ class _Parser:
                 depth += 1
             elif t.kind == "punct" and t.text in "})]":
                 depth -= 1
-            elif depth == 0 and t.kind == "ident" and t.text == "type":
+            elif depth == 0 and t.kind == "ident" and t.text == "type" and self.toks[i - 1].text != ".":
                 name_tok = self.toks[i + 1]
                 if name_tok.kind == "ident":
                     self.gtvs[name_tok.text] = GlobalTypeVar(name_tok.text)
@@ -211,6 +264,11 @@ class _Parser:
         while self.tok.kind != "eof":
             if self.at("type"):
                 self.parse_typedef()
+            elif self.at("extern"):
+                t = self.tok
+                self.pos += 1
+                if self.parse_typedef().constructors:
+                    raise self.error("an external type may not have any constructors", t)
             elif self.at("def"):
                 defs.append(self.pos)
                 self.skip_def()
@@ -231,6 +289,22 @@ class _Parser:
                 raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
                                  self.source, self.text)
         return mod
+
+    def parse_expression_module(self):
+        """A text that is one expression (``free_var`` lines, bindings, a result) is the module
+        whose ``@main`` takes the expression's free variables, like TVM's ``IRModule.from_expr``."""
+        from .analysis import free_vars
+        start = self.tok
+        self.scopes.append({})
+        body = self.parse_scope()
+        if self.tok.kind != "eof":
+            raise self.error(f"unexpected {self.tok.text!r} after the expression")
+        for gv in self.global_refs:
+            if gv.name_hint not in self.base.functions:
+                raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
+                                 self.source, self.text)
+        main = Function(tuple(free_vars(body)), body, span=self.span(start))
+        return self.base.update(IRModule({"main": main}, {}))
 
     def skip_def(self):
         start = self.pos
@@ -275,7 +349,10 @@ class _Parser:
         ctors = []
         if self.accept("{"):
             while not self.at("}"):
+                ctok = self.tok
                 cname = self.ident("a constructor name")
+                if cname in self.own_ctors:
+                    raise self.error(f"a constructor named {cname} is already defined", ctok)
                 inputs = []
                 if self.accept("("):
                     while not self.at(")"):
@@ -286,11 +363,13 @@ class _Parser:
                 c = Constructor(cname, tuple(inputs), gtv, len(ctors))
                 ctors.append(c)
                 self.ctors[cname] = c
+                self.own_ctors.add(cname)
                 if not self.accept(","):
                     break
             self.expect("}")
         self.tvar_scopes.pop()
         self.typedefs[name] = TypeData(gtv, tvars, ctors)
+        return self.typedefs[name]
 
     def parse_def(self):
         self.expect("def")
@@ -345,15 +424,11 @@ class _Parser:
         t = self.tok
         if self.accept("("):
             fields = []
-            trailing = False
             while not self.at(")"):
                 fields.append(self.parse_type())
-                trailing = self.accept(",")
-                if not trailing:
+                if not self.accept(","):
                     break
             self.expect(")")
-            if len(fields) == 1 and not trailing:
-                return fields[0]
             return TupleType(tuple(fields))
         if self.accept("fn"):
             tparams = self.parse_type_params()
@@ -377,12 +452,17 @@ class _Parser:
             shape = self.parse_shape()
             self.expect(",")
             dtype = self.ident("a dtype")
-            if dtype not in DTYPES:
-                raise self.error(f"unknown dtype {dtype!r}", self.toks[self.pos - 1])
+            try:
+                dtype = canonical_dtype(dtype)
+            except ValueError as e:
+                raise self.error(str(e), self.toks[self.pos - 1]) from None
             self.expect("]")
             return TensorType(shape, dtype)
-        if name in DTYPES:
-            return TensorType((), name)
+        if is_dtype_name(name):
+            try:
+                return TensorType((), canonical_dtype(name))
+            except ValueError as e:
+                raise self.error(str(e), t) from None
         if name == "ref":
             self.expect("(")
             v = self.parse_type()
@@ -519,21 +599,31 @@ class _Parser:
     def parse_unary(self):
         t = self.tok
         if self.at("-"):
+            # A run of minus signs before a literal is folded into it, as TVM's tokenizer does.
+            k = 0
+            while self.peek(k).kind == "punct" and self.peek(k).text == "-":
+                k += 1
+            lit = self.peek(k)
+            if lit.kind == "number" and lit.line == t.line and lit.col == t.col + k:
+                self.pos += k
+                return self.parse_number(negative=k % 2 == 1, start=t)
+            if lit.kind == "ident" and lit.text == "inff" and lit.col == t.col + k:
+                self.pos += k + 1
+                return Constant(np.asarray(-np.inf if k % 2 else np.inf, "float32"), span=self.span(t))
             self.pos += 1
-            if self.tok.kind == "number":
-                c = self.parse_number()
-                return Constant(-c.data, span=self.span(t))
             return Call(Op("negative"), (self.parse_unary(),), span=self.span(t))
         return self.parse_postfix()
 
-    def parse_number(self):
+    def parse_number(self, negative=False, start=None):
         t = self.tok
         self.pos += 1
         body, dtype, is_float = _number(t.text)
-        if dtype == "bool":
-            return Constant(np.asarray(bool(int(body))), span=self.span(t))
-        value = float(body) if is_float else int(body)
-        return Constant(np.asarray(value, dtype=dtype), span=self.span(t))
+        suffixed = t.text != body
+        try:
+            value, dtype = _literal(body, dtype, is_float, negative, suffixed)
+        except ValueError as e:
+            raise self.error(str(e), start or t) from None
+        return Constant(np.asarray(value, dtype=dtype), span=self.span(start or t))
 
     def parse_postfix(self):
         start = self.tok
@@ -583,7 +673,7 @@ class _Parser:
         if self.at("-"):
             self.pos += 1
             v = self.parse_attr_value()
-            if not isinstance(v, (int, float)):
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
                 raise self.error("expected a number after '-'", t)
             return -v
         if t.kind == "string":
@@ -601,7 +691,8 @@ class _Parser:
             return tuple(items)
         if t.kind == "ident":
             self.pos += 1
-            return {"True": True, "False": False, "None": None}.get(t.text, t.text)
+            return {"True": True, "False": False, "None": None, "nullptr": None,
+                    "inff": float("inf")}.get(t.text, t.text)
         raise self.error(f"expected an attribute value but found {t.text!r}")
 
     def parse_primary(self):
@@ -651,6 +742,9 @@ class _Parser:
         if name in ("True", "False"):
             self.pos += 1
             return Constant(np.asarray(name == "True"), span=sp)
+        if name == "inff":
+            self.pos += 1
+            return Constant(np.asarray(np.inf, "float32"), span=sp)
         if name in ("ref", "ref_read", "ref_write") and self.peek().text == "(":
             self.pos += 1
             self.expect("(")
@@ -674,8 +768,6 @@ class _Parser:
             get_op(name)
         except KeyError:
             raise self.error(f"unknown operator or constructor {name!r}", t) from None
-        if not self.at("("):
-            raise self.error(f"operator {name} must be called", t)
         return Op(name, span=sp)
 
     def parse_meta(self):
@@ -721,21 +813,14 @@ class _Parser:
         t = self.tok
         self.expect("match")
         complete = not self.accept("?")
-        self.expect("(")
-        data = self.parse_scope()
-        self.expect(")")
+        data = self.parse_postfix()
         self.expect("{")
         clauses = []
         while not self.at("}"):
             self.scopes.append({})
             lhs = self.parse_pattern()
             self.expect("=>")
-            if self.at("{"):
-                self.pos += 1
-                rhs = self.parse_scope()
-                self.expect("}")
-            else:
-                rhs = self.parse_expr()
+            rhs = self.parse_scope()
             self.scopes.pop()
             clauses.append(Clause(lhs, rhs))
             if not self.accept(","):

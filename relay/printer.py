@@ -69,8 +69,7 @@ def type_to_text(t, names=None):
     if isinstance(t, TypeVar):
         return t.name
     if isinstance(t, TypeCall):
-        if not t.args:
-            return t.func.name
+        # TVM prints an ADT applied to no arguments as ``nat[]``
         return f"{t.func.name}[{', '.join(type_to_text(a, names) for a in t.args)}]"
     if isinstance(t, GlobalTypeVar):
         return t.name

@@ -9,7 +9,7 @@ from typing import Callable, Optional
 from ..ir import Attrs
 
 __all__ = ["OpPattern", "OpDef", "REQUIRED", "RelationError", "NotReady", "register_op", "get_op",
-           "list_ops", "relation", "get_relation", "register_op_attr", "get_op_attr"]
+           "list_ops", "relation", "get_relation", "backward", "get_backward", "register_op_attr", "get_op_attr"]
 
 
 class OpPattern(IntEnum):
@@ -61,6 +61,27 @@ def relation(name):
 
 def get_relation(name):
     return _RELATIONS[name]
+
+
+_BACKWARD: dict = {}
+
+
+def backward(name):
+    """Register the backward half of relation ``name``: ``fn(arg_types, out_type, attrs)`` returns
+    ``{index: type}`` for arguments whose types follow from what is known (e.g. a conv2d weight
+    from ``channels`` and ``kernel_size``, an identity's input from its output), as TVM's
+    relations assign their inputs.  It runs while the forward relation is not ready, and may
+    raise ``NotReady`` or ``RelationError`` too."""
+    def deco(fn):
+        if name not in _RELATIONS:
+            raise ValueError(f"backward rule for unknown relation {name}")
+        _BACKWARD[name] = fn
+        return fn
+    return deco
+
+
+def get_backward(name):
+    return _BACKWARD.get(name)
 
 
 @dataclass(frozen=True)

@@ -270,18 +270,62 @@ def test_conv2d_packed_layout_matches_nchw():
           kernel_layout="OIHW16o16i")
 
 
+@pytest.mark.parametrize("dl,kl,ol", [("NHWC", "HWIO", ""), ("NHWC", "OHWI", ""), ("NCHW", "HWOI", "NHWC"),
+                                      ("NCHW4c", "OIHW4i4o", ""), ("NHWC", "HWIO", "NCHW")])
+def test_conv2d_other_layouts_match_nchw(dl, kl, ol):
+    """Every layout TVM's Conv2D relation accepts computes the NCHW/OIHW convolution."""
+    from relay.op._common import layout_array_transform
+    x, w = rand((1, 8, 5, 6)), rand((4, 8, 3, 3))
+    ref = conv_loops(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1).astype("float32")
+    check("nn.conv2d", [layout_array_transform(x, "NCHW", dl), layout_array_transform(w, "OIHW", kl)],
+          layout_array_transform(ref, "NCHW", ol or dl), padding=[1, 1], data_layout=dl, kernel_layout=kl,
+          out_layout=ol)
+
+
+def test_take_argmax_broadcast_to_match_numpy():
+    x = rand((3, 4))
+    idx = np.array([[0, 3], [5, -1]], "int32")
+    check("take", [x, idx], np.take(x, idx.astype(np.int64), axis=1, mode="clip"), axis=1)
+    check("take", [x, idx], np.take(x.reshape(-1), idx.astype(np.int64), mode="wrap"), mode="wrap")
+    check("argmax", [x], np.argmax(x, axis=1).astype("int32"), axis=[1])
+    check("argmin", [x], np.argmin(x, axis=0).reshape(1, 4).astype("int32"), axis=[0], keepdims=True)
+    check("argmax", [x], np.asarray(np.argmax(x), "int32"))
+    ties = np.array([[1, 3, 3]], "float32")
+    check("argmax", [ties], np.array([2], "int32"), axis=[1], select_last_index=True)
+    b = rand((3, 1))
+    check("broadcast_to", [b], np.broadcast_to(b, (2, 3, 5)), shape=[2, 3, 5])
+    with pytest.raises(RelayTypeError, match="indices must be an integer tensor"):
+        run_op("take", [x, rand((2,))])
+    with pytest.raises(RelayTypeError, match="not broadcast-compatible"):
+        run_op("broadcast_to", [b], shape=[2, 5])
+
+
+covers("take", "argmax", "argmin", "broadcast_to")
+
+
+@pytest.mark.parametrize("shape,newshape,out", [
+    ((2, 3, 4), [-3, 4], (6, 4)), ((2, 3, 4, 5), [-3, -3], (6, 20)), ((2, 3, 4), [0, -3], (2, 12)),
+    ((2, 3, 4), [-4, 1, 2, -2], (1, 2, 3, 4)), ((2, 3, 4), [2, -4, -1, 3, -2], (2, 1, 3, 4)),
+    ((6, 4), [-4, 2, -1, 0], (2, 3, 4)), ((2, 3, 4), [-2, 1, 1], (2, 3, 4, 1, 1))])
+def test_reshape_special_values(shape, newshape, out):
+    x = rand(shape)
+    check("reshape", [x], x.reshape(out), newshape=newshape)
+
+
 def test_conv2d_relation_errors():
     x, w = rand((1, 3, 8, 8)), rand((4, 3, 3, 3))
     with pytest.raises(RelayTypeError, match=r"relation Conv2D failed: attribute kernel_size=\[5, 5\] but weight kernel is \(3, 3\)"):
         run_op("nn.conv2d", [x, w], kernel_size=[5, 5])
     with pytest.raises(RelayTypeError, match="attribute channels=8 but weight has 4 output channels"):
         run_op("nn.conv2d", [x, w], channels=8)
-    with pytest.raises(RelayTypeError, match="unsupported data layout 'NHWC'"):
+    with pytest.raises(RelayTypeError, match="data has 8 input channels but weight expects 3"):
         run_op("nn.conv2d", [x, w], data_layout="NHWC")
+    with pytest.raises(RelayTypeError, match="conv2d supports kernel layouts convertible from OIHW; got 'OIHWX'"):
+        run_op("nn.conv2d", [x, w], kernel_layout="OIHWX")
     with pytest.raises(RelayTypeError, match="window of extent 3 does not fit an input of size 2"):
         run_op("nn.conv2d", [rand((1, 3, 2, 2)), w])
-    with pytest.raises(RelayTypeError, match="set out_dtype to mix them"):
-        run_op("nn.conv2d", [x.astype("int8"), w])
+    # as TVM's Conv2DRel: mixed dtypes are accepted, the output has the data's dtype
+    assert run_op("nn.conv2d", [x.astype("int8"), w])[0] == T((1, 4, 6, 6), "int8")
 
 
 def test_dense_and_bias_add():

@@ -1,0 +1,217 @@
+"""Conformance with TVM's Relay: the programs of TVM's own tests, standard library and language
+reference (``conformance/*.toml``), each with what TVM does with it.
+
+A case is ``[[case]]`` with ``id``, ``source`` (the TVM file and test it comes from), ``kind``
+(``module``: ``relay.parse``; ``expr``: ``relay.parse_expr``), ``std`` (TVM std files loaded
+first, from ``tvm/``), ``text`` and ``expect``: ``ok``, ``parse-error`` (TVM's parser rejects it)
+or ``type-error`` (it parses; TVM's ``InferType`` rejects it).  For accepted programs, ``type`` is
+the type of ``@main`` (module) or of the expression, as TVM prints it; ``types`` gives other
+globals' types; ``value`` (a Python literal) is the result of evaluating the expression or calling
+``@main`` with no arguments where TVM's test asserts one (nat values are counted, lists become
+Python lists, as TVM's test helpers ``count`` and ``to_list`` do); ``error`` is a fragment the
+rejection message must contain (line:column and the rule); ``differs`` says why relay/ departs
+from TVM on that case (an expected failure, documented in docs/relay.md).
+
+``python -m pytest tests/relay/test_conformance.py -q`` runs it; ``python
+tests/relay/test_conformance.py`` prints the pass counts (total, parse, type, value).
+"""
+from __future__ import annotations
+
+import ast
+import math
+import sys
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import relay
+from relay.interpreter import ConstructorValue
+
+HERE = Path(__file__).parent
+CASES_DIR = HERE / "conformance"
+STD_DIR = HERE / "tvm"
+STD_ORDER = ("prelude", "nat", "core")
+
+
+def load_cases():
+    cases = []
+    for f in sorted(CASES_DIR.glob("*.toml")):
+        for c in tomllib.loads(f.read_text())["case"]:
+            c.setdefault("kind", "module")
+            c.setdefault("std", [])
+            c.setdefault("expect", "ok")
+            c["file"] = f.name
+            cases.append(c)
+    ids = [c["id"] for c in cases]
+    dup = {i for i in ids if ids.count(i) > 1}
+    assert not dup, f"duplicate case ids {dup}"
+    return cases
+
+
+CASES = load_cases()
+
+
+@lru_cache(maxsize=None)
+def std_module(names: tuple):
+    """TVM's std files, unchanged, parsed in order on top of each other."""
+    mod = None
+    for n in STD_ORDER:
+        if n in names:
+            mod = relay.parse((STD_DIR / f"{n}.rly").read_text(), base=mod, source=f"{n}.rly")
+    return mod
+
+
+def _count_nat(v):
+    n = 0
+    while v.constructor.name == "succ":
+        n += 1
+        (v,) = v.fields
+    assert v.constructor.name == "zero"
+    return n
+
+
+def to_value(v):
+    """Results as TVM's tests read them: nats counted, lists to Python lists, scalars to numbers."""
+    if isinstance(v, ConstructorValue):
+        name = v.constructor.name
+        if name in ("zero", "succ"):
+            return _count_nat(v)
+        if name in ("Cons", "Nil"):
+            out = []
+            while v.constructor.name == "Cons":
+                out.append(to_value(v.fields[0]))
+                v = v.fields[1]
+            return out
+        return (name, *[to_value(f) for f in v.fields])
+    if isinstance(v, tuple):
+        return tuple(to_value(x) for x in v)
+    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
+        return np.asarray(v).tolist()
+    return v
+
+
+class Outcome:
+    """What relay/ did with one case: stage reached, type text, value, error."""
+
+    def __init__(self):
+        self.stage = None       # "parse-error", "type-error" or "ok"
+        self.error = None
+        self.type = None
+        self.types = {}
+        self.value = None
+
+
+def run_case(c) -> Outcome:
+    out = Outcome()
+    base = std_module(tuple(c["std"])) if c["std"] else None
+    try:
+        if c["kind"] == "expr":
+            tree = relay.parse_expr(c["text"], base=base, source=c["id"])
+        else:
+            tree = relay.parse(c["text"], base=base, source=c["id"])
+    except relay.ParseError as e:
+        out.stage, out.error = "parse-error", str(e)
+        return out
+    try:
+        if c["kind"] == "expr":
+            t = relay.infer_expr(tree, base)
+            out.type = relay.type_to_text(t)
+        else:
+            info = relay.check_module(tree)
+            out.types = {k: relay.type_to_text(v) for k, v in info.global_types.items()}
+            out.type = out.types.get("main")
+    except relay.RelayTypeError as e:
+        out.stage, out.error = "type-error", str(e)
+        return out
+    out.stage = "ok"
+    if "value" in c:
+        if c["kind"] == "expr":
+            out.value = to_value(relay.evaluate(tree, base))
+        else:
+            out.value = to_value(relay.run(tree))
+    return out
+
+
+def same_value(got, want):
+    """Equal, floats to float32 precision (TVM's tests use numpy.isclose or exact small values)."""
+    if isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-7)
+    if isinstance(want, (list, tuple)) and type(got) is type(want) and len(got) == len(want):
+        return all(same_value(g, w) for g, w in zip(got, want))
+    return type(got) is type(want) and got == want
+
+
+def check(c, out: Outcome):
+    """The list of disagreements between ``out`` and TVM's behaviour recorded in ``c``."""
+    bad = []
+    if out.stage != c["expect"]:
+        bad.append(f"TVM: {c['expect']}; here: {out.stage}" + (f" ({out.error})" if out.error else ""))
+        return bad
+    if "error" in c and c["error"] not in (out.error or ""):
+        bad.append(f"error message {out.error!r} lacks {c['error']!r}")
+    if "type" in c and out.type != c["type"]:
+        bad.append(f"type: TVM {c['type']}; here {out.type}")
+    for g, t in c.get("types", {}).items():
+        if out.types.get(g) != t:
+            bad.append(f"type of @{g}: TVM {t}; here {out.types.get(g)}")
+    if "value" in c and not same_value(out.value, ast.literal_eval(c["value"])):
+        bad.append(f"value: TVM {c['value']}; here {out.value!r}")
+    return bad
+
+
+def _param(c):
+    # ``differs``: where relay/ departs from TVM on purpose (docs/relay.md); it must keep failing
+    marks = [pytest.mark.xfail(reason=c["differs"], strict=True)] if "differs" in c else []
+    return pytest.param(c, id=c["id"], marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_conformance(case):
+    problems = check(case, run_case(case))
+    assert not problems, f"{case['source']}: " + "; ".join(problems)
+
+
+def test_std_files_are_tvms_unchanged():
+    """The vendored std files keep TVM's licence header (they are copied, not edited)."""
+    for n in STD_ORDER:
+        text = (STD_DIR / f"{n}.rly").read_text()
+        assert text.startswith("/*\n * Licensed to the Apache Software Foundation (ASF)")
+        assert '#[version = "0.0.5"]' in text
+
+
+def summary():
+    """Pass counts: total, and per aspect (parse: the parse stage agrees with TVM; type: accept
+    or reject agrees and the printed types equal TVM's; value: the evaluated value equals TVM's)."""
+    n = {"total": [0, 0], "parse": [0, 0], "type": [0, 0], "value": [0, 0]}
+    failures = []
+    for c in CASES:
+        try:
+            out = run_case(c)
+        except Exception as e:   # a crash counts as a failure of every aspect
+            out = Outcome()
+            out.stage, out.error = "crash", f"{type(e).__name__}: {e}"
+        bad = check(c, out)
+        n["total"][1] += 1
+        n["total"][0] += not bad
+        n["parse"][1] += 1
+        n["parse"][0] += (out.stage == "parse-error") == (c["expect"] == "parse-error")
+        if c["expect"] != "parse-error":
+            n["type"][1] += 1
+            n["type"][0] += not [b for b in bad if not b.startswith("value")]
+        if "value" in c:
+            n["value"][1] += 1
+            n["value"][0] += not bad
+        if bad:
+            failures.append(f"{c['id']}: {'; '.join(bad)}"[:300])
+    return n, failures
+
+
+if __name__ == "__main__":
+    counts, failures = summary()
+    for f in failures:
+        print(f)
+    print(", ".join(f"{k} {p}/{t}" for k, (p, t) in counts.items()))
+    sys.exit(1 if failures else 0)
