@@ -493,7 +493,7 @@ def _slice(ctx, node, attrs, x, starts=None, ends=None, axes=None, steps=None):
                        strides=tuple(steps), axes=tuple(axes))]
 
 
-@_op("Pad", attrs={"mode": _one_of(b"constant", b"edge", b"reflect", "constant", "edge", "reflect"),
+@_op("Pad", attrs={"mode": _one_of("constant", "edge", "reflect"),
                    "pads": None, "value": None})
 def _pad(ctx, node, attrs, x, pads=None, value=None, axes=None):
     rank = len(ctx.shape(x))
@@ -573,7 +573,7 @@ def _resize_common(ctx, x, scales, sizes, coord, rounding):
                        rounding_method=rounding, scale=scale)]
 
 
-_NEAREST = _one_of(b"nearest", "nearest")
+_NEAREST = _one_of("nearest")
 
 
 @_op("Upsample", attrs={"mode": _NEAREST, "scales": None})
@@ -583,12 +583,11 @@ def _upsample(ctx, node, attrs, x, scales=None):
 
 
 @_op("Resize", attrs={"mode": _NEAREST,
-                      "coordinate_transformation_mode": _one_of(*(m.encode() for m in (
-                          "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-                          "tf_half_pixel_for_nn"))),
+                      "coordinate_transformation_mode": _one_of(
+                          "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"),
                       "nearest_mode": None, "cubic_coeff_a": None, "exclude_outside": _equals(0),
                       "extrapolation_value": None, "antialias": _equals(0),
-                      "keep_aspect_ratio_policy": _one_of(b"stretch")})
+                      "keep_aspect_ratio_policy": _one_of("stretch")})
 def _resize(ctx, node, attrs, x, roi=None, scales=None, sizes=None):
     if ctx.opset == 10:
         scales = ctx.static(roi, "scales")   # Resize-10 takes (X, scales) and behaves like Upsample.
@@ -648,7 +647,7 @@ def _validate(onnx, model, opset, model_name):
                                           "is not supported")
             check = spec.attrs[a.name]
             if check is not None:
-                msg = check(onnx.helper.get_attribute_value(a))
+                msg = check(_decode(onnx.helper.get_attribute_value(a)))
                 if msg:
                     raise UnsupportedOperator(f"attribute {a.name} of operator {node.op_type} ({where}): {msg}")
 
