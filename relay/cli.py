@@ -59,6 +59,9 @@ def _add_commands(p):
     c.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a parameter of @main and the .npy file holding its value (repeatable)")
     c.add_argument("--out", "-o", type=Path, required=True, help="where to write the outputs (.npz)")
+    c.add_argument("--params", type=Path, metavar="PARAMS.npz",
+                   help="values of @main parameters by name (the weights `vta import` writes); "
+                        "--input takes precedence")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.set_defaults(relay_func=_run)
 
@@ -137,7 +140,7 @@ def _run(args):
         raise _UserError("the program has no @main")
     check_module(mod)
     main = mod.functions["main"]
-    given = {}
+    given = _load_params(args.params) if getattr(args, "params", None) else {}
     for item in args.input:
         if "=" not in item:
             raise _UserError(f"--input {item!r} must be NAME=ARRAY.npy")
@@ -170,6 +173,15 @@ def _run(args):
     np.savez(args.out, **{f"output_{i}": o for i, o in enumerate(outs)})
     print(f"{args.out}: {len(outs)} output(s): " + ", ".join(f"{o.dtype}{list(o.shape)}" for o in outs))
     return 0
+
+
+def _load_params(path):
+    """The arrays of a ``--params`` .npz (never unpickled)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise _UserError(f"cannot load parameters from {path}: {e}") from None
 
 
 def _dispatch(args):
