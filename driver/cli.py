@@ -7,6 +7,9 @@ import sys
 
 import numpy as np
 
+from isa.errors import (EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_UNAVAILABLE,
+                        EXIT_USAGE)
+from isa.errors import run_command as _run_reporting
 from isa.image import ImageError, load_image
 from sim.functional import SCHEDULES
 
@@ -15,11 +18,8 @@ from .backends import BACKENDS, BackendUnavailable, DeviceError, DeviceTimeout, 
 __all__ = ["register", "main", "run_command", "EXIT_OK", "EXIT_PROGRAM_ERROR", "EXIT_USAGE",
            "EXIT_UNAVAILABLE", "EXIT_TIMEOUT"]
 
-EXIT_OK = 0
-EXIT_PROGRAM_ERROR = 1   # the program is wrong: the message names the instruction and field
-EXIT_USAGE = 2           # bad arguments, a missing or malformed image
-EXIT_UNAVAILABLE = 3     # the backend cannot run here
-EXIT_TIMEOUT = 4         # the device did not finish in time
+# The exit codes of every ``vta`` command (isa.errors, documented in ``vta --help``).
+EXIT_PROGRAM_ERROR = EXIT_REJECTED   # the program is wrong: the message names insn and field
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -144,8 +144,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="vta", description="VTA runtime driver")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return _run_reporting(args.func, args, f"vta {args.command}")
 
 
 if __name__ == "__main__":

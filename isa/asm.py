@@ -23,6 +23,7 @@ import dataclasses
 import re
 
 from .config import VTAConfig
+from .errors import InputError
 from .encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType, Store,
                        decode, encode)
 
@@ -37,7 +38,7 @@ _GEMM_FIELDS = _LOOP_FIELDS + ("wgt_factor_out", "wgt_factor_in")
 _TOKEN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=(\S+))?$")
 
 
-class AsmError(ValueError):
+class AsmError(InputError):
     """Bad assembly text; the message starts with ``line N:``."""
 
     def __init__(self, line: int, message: str):

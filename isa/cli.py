@@ -9,6 +9,7 @@ from pathlib import Path
 from .asm import AsmError, assemble, disassemble
 from .config import ConfigError, load_config, named_configs
 from .encoding import IsaError
+from .errors import InputError
 from .image import ImageError, load_image
 
 __all__ = ["register"]
@@ -58,7 +59,7 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_text()
     except OSError as exc:
-        raise SystemExit(f"vta asm: cannot read {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _disasm(args) -> int:
@@ -71,7 +72,7 @@ def _disasm(args) -> int:
         try:
             data = args.source.read_bytes()
         except OSError as exc:
-            raise SystemExit(f"vta disasm: cannot read {args.source}: {exc.strerror}") from None
+            raise InputError(f"cannot read {args.source}: {exc.strerror}") from None
     sys.stdout.write(disassemble(data, cfg, numbered=args.numbered))
     return 0
 

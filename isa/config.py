@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
+
 __all__ = ["VTAConfig", "ConfigError", "CONFIG_DIR", "named_configs", "load_config"]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -26,7 +28,7 @@ LOOP_ITER_BITS = 14
 ALU_IMM_BITS = 16
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """An impossible configuration; the message names the field and the limit."""
 
 

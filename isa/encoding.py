@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Union
 
 import numpy as np
 
+from .errors import InputError
 from .layout import Layout, alu_layout, finish_layout, gemm_layout, mem_layout, uop_layout
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class AluOp(IntEnum):
     MUL = 4
 
 
-class IsaError(ValueError):
+class IsaError(InputError):
     """A field value that cannot be encoded or a word that cannot be decoded.
 
     ``field`` and ``value`` name what is wrong; ``index`` is the instruction index when known.

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from .config import ConfigError, VTAConfig
+from .errors import InputError
 
 __all__ = ["ProgramImage", "OutputRegion", "ImageError", "load_image", "save_image"]
 
 
-class ImageError(ValueError):
+class ImageError(InputError):
     """A program image that does not follow SPEC §5; the message says what is wrong."""
 
 

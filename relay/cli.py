@@ -86,7 +86,7 @@ def _own_names(text, mod, base):
 
 
 class _UserError(Exception):
-    pass
+    exit_code = 2   # bad usage or input (the `vta` command's exit codes)
 
 
 def _check(args):
@@ -180,7 +180,7 @@ def _dispatch(args):
         return args.relay_func(args)
     except (ParseError, RelayTypeError, RelayRuntimeError, _UserError) as e:
         print(f"vta relay {args.relay_command}: error: {e}", file=sys.stderr)
-        return 1
+        return e.exit_code
 
 
 def main(argv=None) -> int:
