@@ -191,7 +191,7 @@ class _Parser:
     def parse_module(self):
         if self.tok.kind == "version":
             v = re.search(r'"([^"]*)"', self.tok.text).group(1)
-            if not v.startswith("0.0."):
+            if not re.fullmatch(r"0\.0\.[0-9]+", v, re.ASCII):   # not "0.0.x-garbage"
                 raise self.error(f"unsupported text format version {v!r}")
             self.pos += 1
         items = []
