@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
+
 __all__ = ["VTAConfig", "ConfigError", "CONFIG_DIR", "named_configs", "load_config"]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -26,7 +28,7 @@ LOOP_ITER_BITS = 14
 ALU_IMM_BITS = 16
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """An impossible configuration; the message names the field and the limit."""
 
 
@@ -152,10 +154,12 @@ class VTAConfig:
 
     @classmethod
     def from_json(cls, text: str, *, name: str = "custom") -> "VTAConfig":
+        from .safeio import parse_json
+
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"configuration is not valid JSON: {exc}") from None
+            data = parse_json(text, what="the configuration")
+        except InputError as exc:
+            raise ConfigError(str(exc)) from None
         if not isinstance(data, dict):
             raise ConfigError("configuration JSON must be an object of KEY: value pairs")
         return cls.from_dict(data, name=name)
@@ -263,18 +267,27 @@ def named_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):     # a name too long, a NUL byte: no such file
+        return False
+
+
 def load_config(name_or_path: "str | Path | VTAConfig" = "default") -> VTAConfig:
     """A shipped configuration by name (``default``, ``small``, ...) or a JSON file path."""
     if isinstance(name_or_path, VTAConfig):
         return name_or_path
     path = Path(name_or_path)
-    if path.suffix != ".json" and not path.exists():
+    if path.suffix != ".json" and not _exists(path):
         path = CONFIG_DIR / f"{name_or_path}.json"
-        if not path.exists():
+        if not _exists(path) or path.parent != CONFIG_DIR:
             raise ConfigError(f"no configuration named {str(name_or_path)!r}; shipped: "
                               f"{', '.join(named_configs())}, or give a path to a JSON file")
+    from .safeio import read_text
+
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration {str(path)!r}: {exc.strerror}") from None
+        text = read_text(path, what="configuration", limit=1 << 20)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     return VTAConfig.from_json(text, name=path.stem)

@@ -27,6 +27,8 @@ __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
 class ParseError(SyntaxError):
     """A syntax error; ``line`` and ``column`` are 1-based."""
 
+    exit_code = 2   # the `vta` command's code for an invalid input file
+
     def __init__(self, message, line, column, source="<string>", text=None):
         self.message, self.line, self.column, self.source = message, line, column, source
         loc = f"{source}:{line}:{column}: {message}"
@@ -240,7 +242,7 @@ class _Parser:
     def parse_module(self):
         if self.tok.kind == "version":
             v = re.search(r'"([^"]*)"', self.tok.text).group(1)
-            if not v.startswith("0.0."):
+            if not re.fullmatch(r"0\.0\.[0-9]+", v, re.ASCII):   # not "0.0.x-garbage"
                 raise self.error(f"unsupported text format version {v!r}")
             self.pos += 1
         if not (self.tok.kind == "eof" or self.at("def") or self.at("type") or self.at("extern")):

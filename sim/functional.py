@@ -19,7 +19,7 @@ import numpy as np
 from isa.config import VTAConfig
 from isa.encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType,
                           Opcode, Store, decode, module_of)
-from isa.errors import ErrorCode
+from isa.errors import ErrorCode, RejectedError
 from isa.image import ProgramImage
 from isa.layout import uop_layout
 
@@ -40,7 +40,7 @@ DEP_QUEUES = {
 SCHEDULES = ("in-order", "load-first", "store-first", "compute-first", "random")
 
 
-class SimulationError(RuntimeError):
+class SimulationError(RejectedError):
     """An error in the program (SPEC §4.6): ``code``, instruction ``index``, ``field``, ``value``."""
 
     def __init__(self, code: ErrorCode, index: int | None, message: str, *,
@@ -60,7 +60,7 @@ class SimulationError(RuntimeError):
         return self
 
 
-class RaceError(RuntimeError):
+class RaceError(RejectedError):
     """Two legal schedules of one program left different DRAM."""
 
 

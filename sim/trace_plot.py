@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from isa.errors import InputError
+
 __all__ = ["register", "plot_trace", "load_trace"]
 
 _COLOURS = {"LOAD": "#4c72b0", "GEMM": "#dd8452", "ALU": "#55a868", "STORE": "#c44e52",
@@ -87,6 +89,6 @@ def _main(args) -> int:
     try:
         out = plot_trace(args.trace, args.out, start=args.start, end=args.end)
     except ValueError as exc:
-        raise SystemExit(f"vta trace-plot: error: {exc}") from None
+        raise InputError(str(exc)) from None
     print(f"wrote {out}")
     return 0

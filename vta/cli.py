@@ -14,9 +14,14 @@ _COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.c
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from isa.errors import EXIT_CODES_HELP
+
     parser = argparse.ArgumentParser(
         prog="vta", description="VTA, the Versatile Tensor Accelerator, in Python: assemble, "
-                                "run, build hardware and compile models.")
+                                "run, build hardware and compile models.",
+        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (also VTA_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
@@ -30,17 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from isa.cli import USER_ERRORS
+    """Run one ``vta`` command; returns the exit status documented in ``vta --help``."""
+    from isa.errors import EXIT_USAGE, run_command
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:      # --help (0) or a usage error (2, message already printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
-    try:
-        return args.func(args) or 0
-    except USER_ERRORS as exc:
-        print(f"vta {args.command}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return EXIT_USAGE
+    name = " ".join(["vta", args.command] + ([args.relay_command] if getattr(
+        args, "relay_command", None) else []))
+    return run_command(args.func, args, name, debug=args.debug)
