@@ -708,7 +708,8 @@ def from_onnx(model, shapes=None, name=None):
             msg = str(e)
             if isinstance(e, TypeError):
                 msg = f"has {len(node.input)} inputs, which this operator does not take ({e})"
-            raise FrontendError(f"{_node_label(i, node)} of model {model_name!r}: {msg}") from None
+            cls = type(e) if isinstance(e, FrontendError) else FrontendError
+            raise cls(f"{_node_label(i, node)} of model {model_name!r}: {msg}") from None
         for oname, value in zip(node.output, outs):
             if oname:
                 ctx.values[oname] = value.renamed(oname) if isinstance(value, Const) else value
