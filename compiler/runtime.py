@@ -83,3 +83,69 @@ def run_conv(device, geo: ConvGeometry, program: VtaProgram, x: np.ndarray,
     else:
         out = unpack_activation(raw.reshape(shape), n, o)
     return out.reshape(n, o) if op.kind == "dense" else out
+
+
+# ---------------------------------------------------------------------------- whole models
+
+def _cpu_segment(seg, args):
+    """Run one CPU segment (layout transforms, Relay operators)."""
+    from .cpu import run_cpu_segment
+    return run_cpu_segment(seg, args)
+
+
+def _dram_bytes(model, cfg) -> int:
+    from .lower import region_bytes
+    need = 0
+    for seg in model.segments:
+        if seg.target == "vta":
+            need = max(need, sum(-(-r.nbytes // 256) * 256 + 256 for r in seg.program.regions))
+    insn = (1 << 13) * cfg.insn_bytes + 4 * cfg.uop_depth * cfg.uop_elem_bytes
+    return max(1 << 20, need + insn + (64 << 10))
+
+
+def execute(model, inputs: dict, backend="functional", *, keep_images: bool = False,
+            backend_options: dict | None = None):
+    """Run a compiled model. Returns (outputs in order, report, images)."""
+    from driver import Device
+    cfg = model.config
+    device = Device(cfg, backend, dram_bytes=_dram_bytes(model, cfg), keep_images=keep_images,
+                    **(backend_options or {}))
+    values = {}
+    for info in model.inputs:
+        values[info.name] = inputs[info.name]
+    rows, images, total = [], [], 0
+    for seg in model.segments:
+        args = [values[n] for n in seg.inputs]
+        if seg.target == "vta":
+            stats = RunStats()
+            arrays = {"data": args[0], "weights": seg.geometry(cfg).packed_weight}
+            if seg.op.residual:
+                arrays["residual"] = args[1]
+            if seg.op.consts:
+                arrays["consts"] = seg.geometry(cfg).packed_consts
+            info = model.tensors[seg.output]
+            raw = run_program(device, seg.program, arrays, stats)
+            values[seg.output] = np.frombuffer(raw, np.int8).reshape(info.shape).copy()
+            images.extend(stats.images)
+            util = None
+            if stats.cycles:
+                util = seg.program.counts()["gemm_uops"] / stats.cycles
+            rows.append({"name": seg.name, "target": "vta", "op": seg.op.describe(),
+                         "macs": seg.macs, "cycles": stats.cycles, "launches": stats.launches,
+                         "gemm_utilisation": util})
+            if stats.cycles is not None and total is not None:
+                total += stats.cycles
+            else:
+                total = None
+        else:
+            values[seg.output] = _cpu_segment(seg, args)
+            rows.append({"name": seg.name, "target": "cpu", "op": seg.kind if seg.kind != "relay"
+                         else seg.function.body.op.name if hasattr(seg.function.body, "op")
+                         else "relay", "macs": seg.macs, "cycles": None})
+    macs = sum(r["macs"] for r in rows)
+    vta = sum(r["macs"] for r in rows if r["target"] == "vta")
+    report = {"backend": getattr(backend, "name", backend), "config": cfg.name,
+              "vta_mac_share": (vta / macs) if macs else 0.0, "macs": macs, "segments": rows}
+    if total is not None and any(r["target"] == "vta" for r in rows):
+        report["cycles"] = int(total)
+    return [values[n] for n in model.outputs], report, images
