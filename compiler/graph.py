@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from isa.config import VTAConfig
 from relay.analysis import post_order
 from relay.ir import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
@@ -43,6 +45,8 @@ class VtaSegment:
     program: VtaProgram
     inputs: tuple
     output: str
+    weights: np.ndarray      # packed, in DRAM layout
+    consts: np.ndarray       # packed int32 constants (n, OB, B, BO)
     target = "vta"
 
     @property
@@ -180,7 +184,8 @@ class _Builder:
         else:
             out = self.tensor(shape, "int8", "packed")
         self.packed_shape4[out] = op.out_shape
-        seg = VtaSegment(name, op, sched, program, tuple(inputs), out)
+        seg = VtaSegment(name, op, sched, program, tuple(inputs), out, geo.packed_weight,
+                         geo.packed_consts)
         self.vta_of[out] = seg
         self.segments.append(seg)
         self.packed[id(call)] = out

@@ -118,11 +118,11 @@ def execute(model, inputs: dict, backend="functional", *, keep_images: bool = Fa
         args = [values[n] for n in seg.inputs]
         if seg.target == "vta":
             stats = RunStats()
-            arrays = {"data": args[0], "weights": seg.geometry(cfg).packed_weight}
+            arrays = {"data": args[0], "weights": seg.weights}
             if seg.op.residual:
                 arrays["residual"] = args[1]
             if seg.op.consts:
-                arrays["consts"] = seg.geometry(cfg).packed_consts
+                arrays["consts"] = seg.consts
             info = model.tensors[seg.output]
             raw = run_program(device, seg.program, arrays, stats)
             values[seg.output] = np.frombuffer(raw, np.int8).reshape(info.shape).copy()
