@@ -172,8 +172,9 @@ def test_smallest_tile_that_does_not_fit_names_the_buffer():
     op = ConvOp("big", "conv2d", (1, 2, 16, 16), np.ones((2, 2, 12, 12), np.int8))
     with pytest.raises(DoesNotFit, match=r"big: .*needs 144 INP entries but the INP buffer of 1x2_i8w8a32_8_8_9_10 has 128"):
         choose(geometry(op, cfg))
-    with pytest.raises(DoesNotFit, match="ACC"):
-        check_fits(geometry(op, cfg), Schedule(th=16, tw=16))
+    wide = ConvOp("wide", "conv2d", (1, 2, 4, 4), np.ones((128, 2, 1, 1), np.int8))
+    with pytest.raises(DoesNotFit, match="needs 192 ACC entries but the ACC buffer"):
+        check_fits(geometry(wide, cfg), Schedule(tco=64, th=1, tw=3))
 
 
 def test_padding_beyond_the_dma_limit_is_an_error():
