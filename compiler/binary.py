@@ -4,9 +4,9 @@ never pickled.
 Manifest (``manifest``, a JSON string): ``format`` "vtab", ``version``, ``config`` (original
 key names), inputs / outputs / tensors, and the segments in execution order — VTA segments with
 their operator, schedule, program regions and micro-op kernels; CPU segments with their kind and
-attributes, Relay segments as Relay text. Arrays: ``<segment>/commands`` (the relocatable
-command list), ``<segment>/weights`` (packed, the DRAM layout), ``<segment>/consts``,
-``<segment>/weight_oihw`` (the operator's weight as written in the model). Every array's SHA-256
+attributes, Relay segments as Relay text. Arrays: ``<segment>/program`` (the operator's
+relocatable ``isa.program`` file: launches, micro-op kernels, packed weights and constants in
+DRAM layout), ``<segment>/commands`` (the lowering's command list), ``<segment>/weight_oihw`` (the operator's weight as written in the model). Every array's SHA-256
 is in the manifest: a corrupted file is refused before anything runs.
 """
 
@@ -24,6 +24,9 @@ import numpy as np
 
 from isa.config import ConfigError, VTAConfig
 
+from isa.program import ProgramFormatError
+
+from .emit import program_bytes, program_from_bytes
 from .errors import BinaryError
 from .graph import CompiledModel, CpuSegment, TensorInfo, VtaSegment
 from .operators import ConvOp, TailOp
@@ -58,8 +61,7 @@ def model_to_arrays(model: CompiledModel) -> dict[str, np.ndarray]:
     for seg in model.segments:
         if seg.target == "vta":
             arrays[f"{seg.name}/commands"] = seg.program.commands
-            arrays[f"{seg.name}/weights"] = seg.weights
-            arrays[f"{seg.name}/consts"] = seg.consts
+            arrays[f"{seg.name}/program"] = program_bytes(seg.image)
             arrays[f"{seg.name}/weight_oihw"] = seg.op.weight
             segments.append({"target": "vta", "name": seg.name, "inputs": list(seg.inputs),
                              "output": seg.output, "op": _op_json(seg.op),
@@ -160,10 +162,15 @@ def _model(manifest: dict, arrays: dict, cfg: VTAConfig) -> CompiledModel:
             program = VtaProgram(tuple(Region(n, int(b), r) for n, b, r in s["regions"]),
                                  tuple(Kernel.from_json(k) for k in s["kernels"]),
                                  arrays[f"{s['name']}/commands"])
+            try:
+                image = program_from_bytes(arrays[f"{s['name']}/program"])
+            except ProgramFormatError as exc:
+                raise BinaryError(f"segment {s['name']}: {exc}") from None
+            if image.config != cfg:
+                raise BinaryError(f"segment {s['name']} was linked for {image.config.key}, "
+                                  f"the binary says {cfg.key}")
             segments.append(VtaSegment(s["name"], op, Schedule.from_json(s["schedule"]),
-                                       program, tuple(s["inputs"]), s["output"],
-                                       arrays[f"{s['name']}/weights"],
-                                       arrays[f"{s['name']}/consts"]))
+                                       program, tuple(s["inputs"]), s["output"], image))
         else:
             fn = None
             if s["kind"] == "relay":

@@ -20,6 +20,7 @@ from relay.ir import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from relay.ty import TensorType
 
 from .errors import UnsupportedOperator
+from .emit import to_program
 from .lower import lower_conv
 from .operators import ConvOp, geometry
 from .partition import vta_operator
@@ -45,8 +46,7 @@ class VtaSegment:
     program: VtaProgram
     inputs: tuple
     output: str
-    weights: np.ndarray      # packed, in DRAM layout
-    consts: np.ndarray       # packed int32 constants (n, OB, B, BO)
+    image: "Program"         # isa.program: relocatable launches, packed weights attached
     target = "vta"
 
     @property
@@ -184,8 +184,8 @@ class _Builder:
         else:
             out = self.tensor(shape, "int8", "packed")
         self.packed_shape4[out] = op.out_shape
-        seg = VtaSegment(name, op, sched, program, tuple(inputs), out, geo.packed_weight,
-                         geo.packed_consts)
+        seg = VtaSegment(name, op, sched, program, tuple(inputs), out,
+                         to_program(geo, program, name))
         self.vta_of[out] = seg
         self.segments.append(seg)
         self.packed[id(call)] = out

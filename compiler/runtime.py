@@ -1,4 +1,5 @@
-"""Running compiled VTA operators on a device backend."""
+"""Running compiled VTA operators and whole compiled models on a device backend: each VTA
+segment's ``isa.program`` is linked with its inputs and its launches run in order."""
 
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .lower import region_bytes
 from .operators import ConvGeometry
 from .packing import pack_activation, planes_to_int32, unpack_activation
 from .program import VtaProgram
 
-__all__ = ["run_program", "RunStats", "run_conv"]
+__all__ = ["RunStats", "run_conv", "execute"]
 
 
 @dataclass
@@ -32,50 +32,21 @@ class RunStats:
                 self.counters[k] = self.counters.get(k, 0) + int(v)
 
 
-def run_program(device, program: VtaProgram, arrays: dict[str, np.ndarray],
-                stats: RunStats | None = None) -> np.ndarray:
-    """Allocate the program's regions on ``device`` (writing ``arrays`` into the input and
-    parameter regions), replay it, run it, and return the bytes of its ``out`` region."""
-    stats = RunStats() if stats is None else stats
-    buffers = {}
-    try:
-        for r in program.regions:
-            buf = device.alloc(r.nbytes, name=r.name)
-            buffers[r.name] = buf
-            if r.name in arrays:
-                data = np.ascontiguousarray(arrays[r.name]).view(np.uint8).reshape(-1)
-                if data.size != r.nbytes:
-                    raise ValueError(f"region {r.name}: {data.size} bytes given, "
-                                     f"{r.nbytes} expected")
-                buf.write(data)
-        stream = device.stream()
-        try:
-            program.replay(stream, buffers)
-            stream.synchronize()
-            for result in stream.launches:
-                stats.add(result)
-            stats.images.extend(stream.images)
-        finally:
-            stream.close()
-        return buffers["out"].read_bytes()
-    finally:
-        for buf in buffers.values():
-            buf.free()
-
-
-def run_conv(device, geo: ConvGeometry, program: VtaProgram, x: np.ndarray,
+def run_conv(backend, geo: ConvGeometry, program: VtaProgram, x: np.ndarray,
              residual: np.ndarray | None = None, stats: RunStats | None = None) -> np.ndarray:
-    """Pack ``x`` (NCHW, or N x K for dense), run, unpack: the operator's NCHW result."""
+    """Pack ``x`` (NCHW, or N x K for dense), link the operator's ``isa.program`` and run it
+    on ``backend`` (a name or object), unpack: the operator's NCHW result."""
+    from driver.backends import get_backend
+
+    from .emit import run_linked, to_program
     cfg, op = geo.cfg, geo.op
-    arrays = {"data": pack_activation(x.reshape(op.data_shape), cfg.batch, cfg.block_in),
-              "weights": geo.packed_weight}
+    arrays = {"data": pack_activation(x.reshape(op.data_shape), cfg.batch, cfg.block_in)}
     n, o, oh, ow = op.out_shape
     if op.residual:
         arrays["residual"] = pack_activation(residual.reshape(op.out_shape), cfg.batch,
                                              cfg.block_out)
-    if op.consts:
-        arrays["consts"] = geo.packed_consts
-    raw = np.frombuffer(run_program(device, program, arrays, stats), np.int8)
+    image = to_program(geo, program, op.name)
+    raw = run_linked(image, arrays, get_backend(backend), stats).reshape(-1)
     shape = (geo.nb, geo.ob, oh, ow, cfg.batch, cfg.block_out)
     if op.out_dtype == "int32":
         planes = raw.reshape((4,) + shape)
@@ -93,23 +64,13 @@ def _cpu_segment(seg, args):
     return run_cpu_segment(seg, args)
 
 
-def _dram_bytes(model, cfg) -> int:
-    from .lower import region_bytes
-    need = 0
-    for seg in model.segments:
-        if seg.target == "vta":
-            need = max(need, sum(-(-r.nbytes // 256) * 256 + 256 for r in seg.program.regions))
-    insn = (1 << 13) * cfg.insn_bytes + 4 * cfg.uop_depth * cfg.uop_elem_bytes
-    return max(1 << 20, need + insn + (64 << 10))
-
-
-def execute(model, inputs: dict, backend="functional", *, keep_images: bool = False,
-            backend_options: dict | None = None):
+def execute(model, inputs: dict, backend="functional", *, backend_options: dict | None = None):
     """Run a compiled model. Returns (outputs in order, report, images)."""
-    from driver import Device
+    from driver.backends import get_backend
+
+    from .emit import run_linked
     cfg = model.config
-    device = Device(cfg, backend, dram_bytes=_dram_bytes(model, cfg), keep_images=keep_images,
-                    **(backend_options or {}))
+    device = get_backend(backend, **(backend_options or {}))
     values = {}
     for info in model.inputs:
         values[info.name] = inputs[info.name]
@@ -118,14 +79,11 @@ def execute(model, inputs: dict, backend="functional", *, keep_images: bool = Fa
         args = [values[n] for n in seg.inputs]
         if seg.target == "vta":
             stats = RunStats()
-            arrays = {"data": args[0], "weights": seg.weights}
+            arrays = {"data": args[0]}
             if seg.op.residual:
                 arrays["residual"] = args[1]
-            if seg.op.consts:
-                arrays["consts"] = seg.consts
             info = model.tensors[seg.output]
-            raw = run_program(device, seg.program, arrays, stats)
-            values[seg.output] = np.frombuffer(raw, np.int8).reshape(info.shape).copy()
+            values[seg.output] = run_linked(seg.image, arrays, device, stats).reshape(info.shape)
             images.extend(stats.images)
             util = None
             if stats.cycles:

@@ -98,9 +98,9 @@ def test_bad_binaries_are_refused_before_running(tmp_path, capsys):
     # corrupted: one array altered, the manifest untouched
     with np.load(binary) as npz:
         arrays = {k: npz[k] for k in npz.files}
-    key = next(k for k in arrays if k.endswith("/weights"))
+    key = next(k for k in arrays if k.endswith("/program"))
     arrays[key] = arrays[key].copy()
-    arrays[key].flat[0] ^= 1
+    arrays[key].flat[len(arrays[key]) // 2] ^= 1
     bad = tmp_path / "bad.vtab"
     with open(bad, "wb") as f:
         np.savez(f, **arrays)

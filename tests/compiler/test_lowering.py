@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from driver import Device
 from isa.config import load_config
 from sim.functional import find_race
 
@@ -71,8 +70,7 @@ def _check(cfg, op, x, res, schedule=None, backend="functional"):
     geo = geometry(op, cfg)
     program = lower_conv(geo, schedule or choose(geo))
     stats = RunStats()
-    dev = Device(cfg, backend, dram_bytes=1 << 22, keep_images=True)
-    out = run_conv(dev, geo, program, x, res, stats)
+    out = run_conv(backend, geo, program, x, res, stats)
     np.testing.assert_array_equal(out, reference_conv(op, x, res))
     return stats
 
