@@ -35,6 +35,18 @@ def register(subparsers) -> None:
                         "VTA operator on the cycle simulator")
     c.set_defaults(func=lambda a: _guard("compile", _compile, a))
 
+    t = subparsers.add_parser(
+        "tune", help="tune the VTA operators of a model on the cycle simulator",
+        description="Rank each VTA operator's schedules with the cost model, measure the best "
+                    "on the cycle-accurate simulator (in parallel) and keep the winners in the "
+                    "tuning cache ($VTA_TUNE_CACHE, default ~/.cache/vta-py/tuning.json), which "
+                    "'vta compile --tune' uses.")
+    t.add_argument("model", metavar="MODEL.rly")
+    t.add_argument("--params", metavar="PARAMS.npz")
+    t.add_argument("--config", default="default")
+    t.add_argument("--top", type=int, default=6, help="candidates measured per operator")
+    t.set_defaults(func=lambda a: _guard("tune", _tune, a))
+
     i = subparsers.add_parser("inspect", help="summarise a VTA binary (.vtab)",
                               description="Print the configuration, inputs, outputs and the "
                                           "segments of a VTA binary with their schedules.")
@@ -112,13 +124,28 @@ def _compile(args) -> int:
     schedules = None
     if args.tune:
         from .tuning import tune_module
-        schedules = tune_module(mod, params, cfg)
+        schedules = tune_module(mod, params, cfg, log=print)
     model = compile_module(mod, params, cfg, schedules)
     save_binary(args.out, model)
     vta = sum(1 for s in model.segments if s.target == "vta")
     share = model.vta_macs / model.macs if model.macs else 0.0
     print(f"{args.out}: {vta} VTA and {len(model.segments) - vta} CPU segments for {cfg.name} "
           f"({cfg.key}); {share:.1%} of the MACs on VTA")
+    return EXIT_OK
+
+
+def _tune(args) -> int:
+    from isa.config import ConfigError, load_config
+
+    from .tuning import tune_module
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    mod = _read_model(args.model)
+    params = _read_npz(args.params) if args.params else {}
+    tuned = tune_module(mod, params, cfg, top=args.top, log=print)
+    print(f"{len(tuned)} VTA operator(s) tuned for {cfg.name} ({cfg.key})")
     return EXIT_OK
 
 

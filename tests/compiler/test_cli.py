@@ -138,3 +138,24 @@ def test_bad_inputs_and_models(tmp_path, capsys):
     (tmp_path / "bad.rly").write_text('#[version = "0.0.5"]\ndef @main(%x: int8) { %x +')
     assert main(["compile", str(tmp_path / "bad.rly"), "-o", str(tmp_path / "m.vtab")]) == 2
     assert not (tmp_path / "m.vtab").exists()
+
+
+def test_tune_measures_caches_and_compiles_with_the_winners(tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "tune.json"
+    monkeypatch.setenv("VTA_TUNE_CACHE", str(cache))
+    mod = relay.parse((PROGRAMS / "requant_chain.rly").read_text())
+    np.savez(tmp_path / "p.npz", **params_for(mod))
+    assert main(["tune", str(PROGRAMS / "requant_chain.rly"), "--params",
+                 str(tmp_path / "p.npz"), "--config", "small", "--top", "2"]) == 0
+    entries = json.loads(cache.read_text())
+    assert len(entries) == 2 and all(e["cycles"] > 0 for e in entries.values())
+    # a second compile uses the cache (nothing measured again) and keeps the winners
+    assert main(["compile", str(PROGRAMS / "requant_chain.rly"), "--params",
+                 str(tmp_path / "p.npz"), "--config", "small", "--tune", "-o",
+                 str(tmp_path / "m.vtab")]) == 0
+    assert json.loads(cache.read_text()) == entries
+    from compiler.binary import load_binary
+    model = load_binary(tmp_path / "m.vtab")
+    winners = {json.dumps(e["schedule"], sort_keys=True) for e in entries.values()}
+    assert {json.dumps(s.schedule.to_json(), sort_keys=True) for s in model.segments
+            if s.target == "vta"} == winners
