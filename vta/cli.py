@@ -10,7 +10,7 @@ __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
 _COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "relay.cli",
-                    "relay.frontend.cli")
+                    "relay.frontend.cli", "compiler.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +38,14 @@ def main(argv=None) -> int:
     """Run one ``vta`` command; returns the exit status documented in ``vta --help``."""
     from isa.errors import EXIT_USAGE, run_command
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `vta run MODEL.vtab` runs a compiled model; images (.npz) stay with the driver, which
+    # does not import the compiler.
+    debug = "--debug" in argv[:1]
+    rest = argv[1:] if debug else argv
+    if len(rest) >= 2 and rest[0] == "run" and rest[1].endswith(".vtab"):
+        from compiler.cli import run_vtab_main
+        return run_command(lambda _: run_vtab_main(rest[1:]), None, "vta run", debug=debug)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

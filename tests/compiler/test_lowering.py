@@ -1,0 +1,182 @@
+"""VTA operators lowered and run on the simulators, bit-exact against an independent numpy
+integer reference (compiler/reference.py: explicit tap accumulation, not the Relay kernel)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from isa.config import load_config
+from sim.functional import find_race
+
+from compiler.errors import CompileError, DoesNotFit
+from compiler.lower import lower_conv
+from compiler.operators import ConvOp, TailOp, geometry
+from compiler.reference import reference_conv
+from compiler.runtime import RunStats, run_conv
+from compiler.schedule import Schedule, candidates, check_fits, choose, hazard_free_layout
+
+SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
+                    suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def conv_ops(draw, cfg_name):
+    cfg = load_config(cfg_name)
+    bi = cfg.block_in
+    groups = draw(st.sampled_from([1, 1, 2]))
+    if groups > 1:
+        cin = groups * bi * draw(st.integers(1, 2))
+        cout = groups * cfg.block_out * draw(st.integers(1, 2))
+    else:
+        cin = draw(st.integers(1, 2 * bi + 3))
+        cout = draw(st.integers(1, 3 * cfg.block_out + 2))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    n = draw(st.integers(1, 2))
+    h = draw(st.integers(max(1, dh * (kh - 1) + 1 - pads[0] - pads[2]), 9))
+    w = draw(st.integers(max(1, dw * (kw - 1) + 1 - pads[1] - pads[3]), 9))
+    seed = draw(st.integers(0, 2 ** 16))
+    rng = np.random.default_rng(seed)
+    weight = rng.integers(-128, 128, (cout, cin // groups, kh, kw)).astype(np.int8)
+    consts, tail = [], []
+    for _ in range(draw(st.integers(0, 4))):
+        kind = draw(st.sampled_from(["bias", "imm", "shr", "clip", "relu", "res", "mul"]))
+        if kind == "bias":
+            consts.append(rng.integers(-5000, 5000, cout).astype(np.int32))
+            tail.append(TailOp("ADD", const=len(consts) - 1))
+        elif kind == "imm":
+            tail.append(TailOp("ADD", imm=int(rng.integers(-32768, 32768))))
+        elif kind == "mul":
+            tail.append(TailOp("MUL", imm=int(rng.integers(-300, 300))))
+        elif kind == "shr":
+            tail.append(TailOp("SHR", imm=int(rng.integers(0, 12))))
+        elif kind == "clip":
+            tail += [TailOp("MAX", imm=-128), TailOp("MIN", imm=127)]
+        elif kind == "relu":
+            tail.append(TailOp("MAX", imm=0))
+        elif kind == "res" and not any(t.residual for t in tail):
+            tail.append(TailOp("ADD", residual=True))
+    out_dtype = draw(st.sampled_from(["int8", "int32"]))
+    x = rng.integers(-128, 128, (n, cin, h, w)).astype(np.int8)
+    op = ConvOp("op", "conv2d", x.shape, weight, (sh, sw), pads, (dh, dw), groups, tuple(tail),
+                tuple(consts), out_dtype)
+    res = rng.integers(-128, 128, op.out_shape).astype(np.int8) if op.residual else None
+    return cfg, op, x, res
+
+
+def _check(cfg, op, x, res, schedule=None, backend="functional"):
+    geo = geometry(op, cfg)
+    program = lower_conv(geo, schedule or choose(geo))
+    stats = RunStats()
+    out = run_conv(backend, geo, program, x, res, stats)
+    np.testing.assert_array_equal(out, reference_conv(op, x, res))
+    return stats
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_random_convolutions_are_bit_exact(cfg_name):
+    @SETTINGS
+    @given(conv_ops(cfg_name))
+    def run(case):
+        _check(*case)
+    run()
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small", "batch2"])
+def test_random_schedules_are_bit_exact_and_race_free(cfg_name):
+    """Not only the cost model's choice: any schedule of the space (virtual threads, both
+    micro-op layouts, edge tiles) computes the same, and every launch is race-free."""
+    rng = np.random.default_rng(7)
+    cfg = load_config(cfg_name)
+    w = rng.integers(-128, 128, (3 * cfg.block_out, 2 * cfg.block_in + 1, 3, 3)).astype(np.int8)
+    x = rng.integers(-128, 128, (2, w.shape[1], 7, 6)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, w.shape[0]).astype(np.int32)
+    op = ConvOp("c", "conv2d", x.shape, w, (1, 1), (1, 0, 2, 1), (1, 1), 1,
+                (TailOp("ADD", const=0), TailOp("ADD", residual=True), TailOp("SHR", imm=6),
+                 TailOp("MAX", imm=-128), TailOp("MIN", imm=127)), (bias,), "int8")
+    res = rng.integers(-128, 128, op.out_shape).astype(np.int8)
+    space = list(candidates(geometry(op, cfg)))
+    picks = [space[i] for i in rng.choice(len(space), size=min(6, len(space)), replace=False)]
+    for s in picks + [Schedule(tco=3, th=2, tw=4, vt=2, layout="B")]:
+        if s not in space:
+            continue
+        stats = _check(cfg, op, x, res, s)
+        for image in stats.images:
+            find_race(image, schedules=4)
+
+
+def test_dense_and_int32_planes():
+    cfg = load_config("default")
+    rng = np.random.default_rng(3)
+    w = rng.integers(-128, 128, (40, 70)).astype(np.int8)
+    x = rng.integers(-128, 128, (3, 70)).astype(np.int8)
+    op = ConvOp("fc", "dense", (3, 70, 1, 1), w.reshape(40, 70, 1, 1),
+                tail=(TailOp("ADD", const=0),), consts=(rng.integers(-9, 9, 40).astype(np.int32),),
+                out_dtype="int32")
+    _check(cfg, op, x, None)
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_cycle_simulator_runs_the_same_programs(cfg_name):
+    rng = np.random.default_rng(5)
+    cfg = load_config(cfg_name)
+    w = rng.integers(-128, 128, (2 * cfg.block_out, 3, 3, 3)).astype(np.int8)
+    x = rng.integers(-128, 128, (1, 3, 8, 8)).astype(np.int8)
+    op = ConvOp("stem", "conv2d", x.shape, w, (2, 2), (1, 1, 1, 1), (1, 1), 1,
+                (TailOp("SHR", imm=5), TailOp("MAX", imm=0), TailOp("MIN", imm=127)), (), "int8")
+    stats = _check(cfg, op, x, None, backend="cycle")
+    assert stats.cycles > 0
+
+
+def test_depthwise_by_block_diagonal_groups():
+    """One channel per group runs as groups of whole blocks with block-diagonal weights."""
+    cfg = load_config("small")
+    rng = np.random.default_rng(9)
+    c = 3 * cfg.block_in
+    w = rng.integers(-128, 128, (c, 1, 3, 3)).astype(np.int8)
+    x = rng.integers(-128, 128, (1, c, 6, 6)).astype(np.int8)
+    op = ConvOp("dw", "conv2d", x.shape, w, (1, 1), (1, 1, 1, 1), (1, 1), c,
+                (TailOp("SHR", imm=4),), (), "int8")
+    assert geometry(op, cfg).groups == 3
+    _check(cfg, op, x, None)
+
+
+def test_hazard_rule_of_the_chosen_gemm_kernels():
+    """With at least three output rows in a tile, no GEMM micro-op writes the accumulator entry
+    that one of the two micro-ops before it wrote."""
+    cfg = load_config("default")
+    w = np.ones((48, 32, 3, 3), np.int8)
+    op = ConvOp("c", "conv2d", (1, 32, 10, 10), w, padding=(1, 1, 1, 1))
+    geo = geometry(op, cfg)
+    s = choose(geo)
+    assert hazard_free_layout(geo, s)
+    program = lower_conv(geo, s)
+    for k in program.kernels:
+        if k.mode != "gemm" or k.reset:
+            continue
+        dsts = []
+        (eo, do, _, _), (ei, di, _, _) = k.loops
+        for i in range(eo):
+            for j in range(ei):
+                dsts += [u[0] + i * do + j * di for u in k.uops]
+        for n in range(2, len(dsts)):
+            assert dsts[n] not in (dsts[n - 1], dsts[n - 2])
+
+
+def test_smallest_tile_that_does_not_fit_names_the_buffer():
+    cfg = load_config("tiny")
+    op = ConvOp("big", "conv2d", (1, 2, 16, 16), np.ones((2, 2, 12, 12), np.int8))
+    with pytest.raises(DoesNotFit, match=r"big: .*needs 144 INP entries but the INP buffer of 1x2_i8w8a32_8_8_9_10 has 128"):
+        choose(geometry(op, cfg))
+    wide = ConvOp("wide", "conv2d", (1, 2, 4, 4), np.ones((128, 2, 1, 1), np.int8))
+    with pytest.raises(DoesNotFit, match="needs 192 ACC entries but the ACC buffer"):
+        check_fits(geometry(wide, cfg), Schedule(tco=64, th=1, tw=3))
+
+
+def test_padding_beyond_the_dma_limit_is_an_error():
+    op = ConvOp("p", "conv2d", (1, 16, 8, 8), np.ones((16, 16, 3, 3), np.int8),
+                padding=(16, 0, 0, 0))
+    with pytest.raises(CompileError, match="padding .* exceeds the load DMA's limit of 15"):
+        geometry(op, load_config("default"))
