@@ -3,6 +3,7 @@
 #   make sim [SIM=rtl]       the main job on the default configuration
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
+#   make sweep [SPACE=]      the design-space sweep (designspace/spaces/small.toml) -> build/sweep
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -12,17 +13,19 @@ CONFIG ?= default
 SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
+SPACE ?= designspace/spaces/small.toml
+SWEEP_OUT ?= build/sweep
 
-.PHONY: all test sim verilog bench venv clean help
+.PHONY: all test sim verilog bench sweep venv clean help
 all: test
 
 help:
-	@sed -n '1,6p' Makefile
+	@sed -n '1,7p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep]"
 	@touch $@
 
 venv: $(STAMP)
@@ -35,6 +38,9 @@ sim: $(STAMP)
 
 verilog: $(STAMP)
 	$(PYTHON) -m vta verilog --config $(CONFIG)
+
+sweep: $(STAMP)
+	$(PYTHON) -m vta sweep --space $(SPACE) --out $(SWEEP_OUT) --jobs $(JOBS)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
