@@ -502,8 +502,8 @@ def test_take():
     x = rand((3, 4))
     idx = np.array([[2, 0], [-1, 1]], "int64")
     expected = np.stack([np.stack([x[:, j % 4] for j in row], axis=-1) for row in idx], axis=1)
-    check("take", [x, idx], expected, axis=1)
-    with pytest.raises(RelayTypeError, match="indices must be integers"):
+    check("take", [x, idx], expected, axis=1, mode="wrap")
+    with pytest.raises(RelayTypeError, match="indices must be"):
         run_op("take", [x, rand((2,))])
 
 
