@@ -13,10 +13,10 @@ import numpy as np
 from ..arch import STAGES
 from ..asm import format_insn
 from ..config import ConfigError, VTAConfig
-from ..encoding import IsaError, decode, encode
-from .program import Launch, Program, ProgramError, Region
+from ..encoding import IsaError, decode
+from .program import Launch, Program, ProgramError, Region, encode_words
 
-__all__ = ["ProgramFormatError", "save_program", "load_program", "dump_program",
+__all__ = ["ProgramFormatError", "save_program", "load_program", "program_bytes", "dump_program",
            "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "vta-program"
@@ -49,8 +49,7 @@ def _to_arrays(program: Program) -> dict[str, np.ndarray]:
     launches = []
     for launch in program.launches:
         k = launch.index
-        words = b"".join((w if isinstance(w, int) else encode(w, cfg)).to_bytes(16, "little")
-                         for w in launch.instructions)
+        words = encode_words(launch.instructions, cfg)
         arrays[f"launch{k}_words"] = np.frombuffer(words, np.uint8)
         arrays[f"launch{k}_stages"] = np.array([STAGES.index(s) for s in launch.stages],
                                                np.uint8)
@@ -66,6 +65,13 @@ def _to_arrays(program: Program) -> dict[str, np.ndarray]:
     meta["sha256"] = _digest(meta, arrays)
     arrays["meta"] = np.str_(json.dumps(meta))
     return arrays
+
+
+def program_bytes(program: Program) -> bytes:
+    """The file :func:`save_program` writes, as bytes (:func:`load_program` reads them)."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **_to_arrays(program))
+    return buf.getvalue()
 
 
 def save_program(path: "str | Path", program: Program) -> None:
@@ -129,10 +135,12 @@ def _from_meta(meta: dict, arrays: dict[str, np.ndarray]) -> Program:
         count = int(entry["count"])
         if words.size != 16 * count or stages.size != count or raw.size != count:
             raise ValueError(f"launch {k}: {count} instructions but {words.size} bytes")
-        insns = []
+        insns, decoded = [], {}
         for i in range(count):
             word = int.from_bytes(words[16 * i:16 * i + 16].tobytes(), "little")
-            insns.append(word if raw[i] else decode(word, cfg))
+            if not raw[i] and word not in decoded:
+                decoded[word] = decode(word, cfg)
+            insns.append(word if raw[i] else decoded[word])
         relocs = tuple((int(i), regions[int(r)].name) for i, r in arrays[f"launch{k}_relocs"])
         launches.append(Launch(k, tuple(insns), tuple(STAGES[s] for s in stages), relocs,
                                entry["insns"], entry["uops"]))

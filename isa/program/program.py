@@ -16,6 +16,7 @@ from ..image import OutputRegion, ProgramImage
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
            "REGION_KINDS", "DATA_KINDS", "default_align", "auto_layout", "relocate",
+           "relocate_list",
            "write_launch"]
 
 #: Kinds of DRAM regions. ``uops`` and ``instructions`` are generated, one of each per launch.
@@ -94,8 +95,9 @@ class Launch:
         return len(self.instructions)
 
     def regions_used(self) -> tuple[str, ...]:
-        """Data regions its LOADs and STOREs address, in first-use order."""
-        return tuple(dict.fromkeys(r for _, r in self.relocs))
+        """Data regions its LOADs and STOREs address (its micro-op region aside), in first-use
+        order."""
+        return tuple(dict.fromkeys(r for _, r in self.relocs if r != self.uops))
 
     def stores(self) -> tuple[str, ...]:
         """Regions its STOREs write."""
@@ -103,30 +105,47 @@ class Launch:
                                    if self.instructions[i].opcode == Opcode.STORE))
 
 
-def relocate(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> list:
-    """The launch's instructions with every relocated ``dram_base`` made absolute."""
-    insns = list(launch.instructions)
-    for i, name in launch.relocs:
+def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
+                  where: str = "") -> list:
+    """``insns`` with the ``dram_base`` of every relocated instruction made absolute."""
+    insns = list(insns)
+    for i, name in relocs:
         insn = insns[i]
         eb = elem_bytes(cfg, insn.memory_type)
         addr = layout[name]
         if addr % eb:
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
-                            f"{MemType(insn.memory_type).name} element that instruction {i} "
-                            f"of launch {launch.index} reads it as")
+                            f"{MemType(insn.memory_type).name} element that instruction {i}"
+                            f"{where} reads it as")
         insns[i] = insn.replace(dram_base=addr // eb + insn.dram_base)
     return insns
 
 
-def _encode(launch: Launch, insns: list, cfg: VTAConfig) -> bytes:
+def relocate(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> list:
+    """The launch's instructions with every relocated ``dram_base`` made absolute."""
+    return relocate_list(launch.instructions, launch.relocs, layout, cfg,
+                         f" of launch {launch.index}")
+
+
+def encode_words(insns, cfg: VTAConfig, where: str = "") -> bytes:
+    """Instructions (or raw words) as 16-byte little-endian words. Streams repeat the same
+    instructions (no-ops, a kernel's GEMM per tile), so each distinct one is encoded once."""
+    cache: dict = {}
     words = []
     for i, insn in enumerate(insns):
-        try:
-            word = insn if isinstance(insn, int) else encode(insn, cfg)
-        except IsaError as exc:
-            raise LinkError(f"launch {launch.index}: {exc.at(i)}") from None
-        words.append(int(word).to_bytes(16, "little"))
+        word = cache.get(insn)
+        if word is None:
+            try:
+                value = insn if isinstance(insn, int) else encode(insn, cfg)
+            except IsaError as exc:
+                raise LinkError(f"{where}{exc.at(i)}") from None
+            word = cache[insn] = int(value).to_bytes(16, "little")
+        words.append(word)
     return b"".join(words)
+
+
+def _encode(launch: Launch, insns: list, cfg: VTAConfig) -> bytes:
+    return encode_words(insns, cfg, f"launch {launch.index}: ")
 
 
 def write_launch(dram: np.ndarray, launch: Launch, regions: Mapping[str, Region],
@@ -168,14 +187,21 @@ class Program:
             raise ProgramError(f"program {self.name!r}: duplicate region names")
         by_name = {r.name: r for r in self.regions}
         object.__setattr__(self, "_by_name", by_name)
+        align = {r.name: r.align for r in self.regions}
         for launch in self.launches:
             for i, name in launch.relocs:
                 if name not in by_name:
                     raise ProgramError(f"launch {launch.index} instruction {i} addresses "
                                        f"region {name!r}, which the program does not have")
+                insn = launch.instructions[i]
+                if isinstance(insn, int) or insn.opcode not in (Opcode.LOAD, Opcode.STORE):
+                    raise ProgramError(f"launch {launch.index} instruction {i}: only LOAD and "
+                                       f"STORE instructions address regions")
+                align[name] = math.lcm(align[name], elem_bytes(self.config, insn.memory_type))
             for name in (launch.insns, launch.uops):
                 if name is not None and name not in by_name:
                     raise ProgramError(f"launch {launch.index} needs region {name!r}")
+        object.__setattr__(self, "_align", align)
 
     def region(self, name: str) -> Region:
         try:
@@ -190,13 +216,8 @@ class Program:
     def alignment(self, name: str) -> int:
         """What a layout must honour for region ``name``: its ``align`` and the element size
         of every memory type an instruction addresses it as."""
-        align = self.region(name).align
-        for launch in self.launches:
-            for i, r in launch.relocs:
-                if r == name:
-                    align = math.lcm(align, elem_bytes(self.config,
-                                                       launch.instructions[i].memory_type))
-        return align
+        self.region(name)
+        return self._align[name]
 
     # ------------------------------------------------------------------ linking
     def layout(self, fixed: Mapping[str, int] | None = None) -> tuple[dict[str, int], int]:
@@ -283,6 +304,11 @@ class Program:
         """Write the program as one ``.npz`` file (no pickle); see :func:`load_program`."""
         from .files import save_program
         save_program(path, self)
+
+    def to_bytes(self) -> bytes:
+        """The saved file as bytes (``load_program(data)`` reads them back)."""
+        from .files import program_bytes
+        return program_bytes(self)
 
     def dump(self) -> str:
         """The program as text: regions, then every launch in ``vta asm`` syntax."""
