@@ -46,8 +46,16 @@ MAX_JSON_DEPTH = 64
 MAX_NUMBER_DIGITS = 40
 #: Largest input read from a pipe or a device (held in memory while it arrives).
 MAX_STREAM_BYTES = 256 << 20
-#: How long a pipe or device may take to deliver its input, in seconds.
+#: How long a pipe or device may take to deliver its input, in seconds (VTA_PIPE_TIMEOUT).
 PIPE_TIMEOUT = 30.0
+
+
+def _pipe_timeout() -> float:
+    try:
+        value = float(os.environ.get("VTA_PIPE_TIMEOUT", PIPE_TIMEOUT))
+    except ValueError:
+        return PIPE_TIMEOUT
+    return value if math.isfinite(value) and value > 0 else PIPE_TIMEOUT
 
 
 def _label(path, what: str) -> str:
@@ -55,9 +63,11 @@ def _label(path, what: str) -> str:
 
 
 def read_bytes(path: "str | Path", *, what: str = "", limit: int = MAX_TEXT_BYTES,
-               timeout: float = PIPE_TIMEOUT) -> bytes:
-    """The bytes of ``path`` ('-' is standard input), at most ``limit`` of them."""
+               timeout: float | None = None) -> bytes:
+    """The bytes of ``path`` ('-' is standard input), at most ``limit`` of them; a pipe or
+    device must deliver them within ``timeout`` seconds (default :data:`PIPE_TIMEOUT`)."""
     label = _label(path, what)
+    timeout = _pipe_timeout() if timeout is None else timeout
     if str(path) == "-":
         return _read_stream(0, label, min(limit, MAX_STREAM_BYTES), timeout)
     try:
@@ -73,8 +83,10 @@ def read_bytes(path: "str | Path", *, what: str = "", limit: int = MAX_TEXT_BYTE
             raise InputError(f"{label} is {info.st_size:,} bytes, more than the {limit:,} "
                              f"this command reads")
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(limit + 1)
+            with open(path, "rb") as fh:        # read(n) allocates n bytes up front
+                data = fh.read(min(limit, info.st_size) + 1)
+                if len(data) > info.st_size:
+                    data += fh.read(limit + 1 - len(data))
         except OSError as exc:
             raise InputError(f"cannot read {label}: {exc.strerror}") from None
         if len(data) > limit:
@@ -93,21 +105,27 @@ def read_bytes(path: "str | Path", *, what: str = "", limit: int = MAX_TEXT_BYTE
 
 
 def _read_stream(fd: int, label: str, limit: int, timeout: float) -> bytes:
+    """Read ``fd`` to its end. A non-blocking ``fd`` is read first and waited on only when
+    it has nothing yet (a FIFO that no writer holds open reads as its end at once)."""
     chunks, size = [], 0
     deadline = time.monotonic() + timeout
+    wait = fd == 0                      # standard input is blocking: wait before reading
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise InputError(f"{label} delivered no end of input within {timeout:g} s")
-        try:
-            ready, _, _ = select.select([fd], [], [], left)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {label}: {exc}") from None
-        if not ready:
-            continue
+        if wait:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise InputError(f"{label} delivered no end of input within {timeout:g} s")
+            try:
+                ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            except (OSError, ValueError) as exc:
+                raise InputError(f"cannot read {label}: {exc}") from None
+            if not ready:
+                continue
         try:
             chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            wait = fd == 0
         except BlockingIOError:
+            wait = True
             continue
         except OSError as exc:
             raise InputError(f"cannot read {label}: {exc.strerror}") from None

@@ -142,16 +142,7 @@ class ComputeModule(ModuleBase):
 
     def _first_bad(self, d) -> int | None:
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
-        cfg, f = self.cfg, d.f
-        dst, src, wgt = self.semantics._uop_indices(d.insn)
-        bad = dst >= cfg.acc_depth
-        if d.opcode == Opcode.GEMM:
-            if not f["reset"]:
-                bad |= (src >= cfg.inp_depth) | (wgt >= cfg.wgt_depth)
-        elif not f["use_imm"]:
-            bad |= src >= cfg.acc_depth
-        hit = np.flatnonzero(bad)
-        return int(hit[0]) if hit.size else None
+        return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
     def update(self, t: int, head, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
         fsm = self.fsm
