@@ -339,7 +339,11 @@ def module_to_text(mod: IRModule, show_meta_data=True, only=None):
 
 @deep(ValueError)
 def expr_to_text(e, show_meta_data=False):
-    """An expression as text (free variables keep their names; metadata omitted by default)."""
+    """An expression as text: ``free_var`` declarations of its free variables, then the
+    expression (metadata omitted by default)."""
+    from .analysis import free_vars
     p = _Printer(show_meta_data)
-    text = _indent_by_braces(p.block(e))
+    # free variables are declared first, as TVM prints them, so the text parses back alone
+    decls = [f"free_var {p.var_decl(v)};" for v in free_vars(e)]
+    text = _indent_by_braces("\n".join(decls + [p.block(e)]))
     return text + ("\n" + p.metadata() if show_meta_data and p.meta else "")
