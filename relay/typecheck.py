@@ -259,7 +259,10 @@ class _Checker:
         except _Mismatch as m:
             ra, rb = self.s.resolve(a), self.s.resolve(b)
             msg = f"{what}: " if what else ""
-            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({m})", expr) from None
+            why = str(m)
+            if str(ra) == str(rb):
+                why = "type variables of the same name bound by different definitions are different types"
+            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({why})", expr) from None
 
     def instantiate(self, ft):
         return instantiate(ft)
