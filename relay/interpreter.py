@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .depth import deep
 from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
                  Tuple, TupleGetItem, Var)
@@ -196,11 +197,13 @@ def _match(p, v, env):
     raise RelayRuntimeError(f"not a pattern: {p!r}")
 
 
+@deep(RelayRuntimeError)
 def evaluate(expr, mod: IRModule | None = None, env=None):
     """Evaluate a closed expression (``env`` may bind free variables to values)."""
     return Interpreter(mod).evaluate(expr, env)
 
 
+@deep(RelayRuntimeError)
 def run(mod: IRModule, *args, name="main"):
     """Call global ``@name`` of ``mod`` on numpy arguments."""
     return Interpreter(mod).run_main(*args, name=name)

@@ -17,6 +17,7 @@ import numpy as np
 from .ir import (Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match,
                  Op, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Span, Tuple, TupleGetItem, TypeData, Var)
+from .depth import MAX_NESTING, deep
 from .op.registry import get_op
 from .ty import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
                  TypeVar, canonical_dtype, is_dtype_name)
@@ -35,7 +36,12 @@ class ParseError(SyntaxError):
         if text is not None:
             lines = text.split("\n")
             if 0 < line <= len(lines):
-                loc += "\n  " + lines[line - 1] + "\n  " + " " * (column - 1) + "^"
+                # a window of the line around the column (lines may be very long)
+                src, col = lines[line - 1], column - 1
+                lo = max(0, col - 60)
+                snippet = src[lo:col + 60]
+                loc += ("\n  " + ("..." if lo else "") + snippet + ("..." if col + 60 < len(src) else "")
+                        + "\n  " + " " * (col - lo + (3 if lo else 0)) + "^")
         super().__init__(loc)
 
     def __str__(self):
@@ -193,6 +199,7 @@ class _Parser:
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}
+        self.depth = 0
         self.own_ctors = set()
         self.scopes = []
         self.tvar_scopes = []
@@ -423,6 +430,9 @@ class _Parser:
 
     # -- types
     def parse_type(self):
+        return self.nested(self._parse_type)
+
+    def _parse_type(self):
         t = self.tok
         if self.accept("("):
             fields = []
@@ -613,7 +623,7 @@ class _Parser:
                 self.pos += k + 1
                 return Constant(np.asarray(-np.inf if k % 2 else np.inf, "float32"), span=self.span(t))
             self.pos += 1
-            return Call(Op("negative"), (self.parse_unary(),), span=self.span(t))
+            return Call(Op("negative"), (self.nested(self.parse_unary),), span=self.span(t))
         return self.parse_postfix()
 
     def parse_number(self, negative=False, start=None):
@@ -633,7 +643,7 @@ class _Parser:
         while True:
             t = start
             if self.at("("):
-                args, attrs = self.parse_call_args()
+                args, attrs = self.nested(self.parse_call_args)
                 e = Call(e, tuple(args), Attrs(attrs), span=self.span(t))
             elif self.at(".") and self.peek().kind == "number":
                 self.pos += 1
@@ -697,7 +707,21 @@ class _Parser:
                     "inff": float("inf")}.get(t.text, t.text)
         raise self.error(f"expected an attribute value but found {t.text!r}")
 
+    def nested(self, parse, *args):
+        """``parse(*args)`` one nesting level deeper; too deep is a parse error at the token."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise self.error(f"expressions, types or patterns nested more than {MAX_NESTING} levels deep; "
+                                 f"flatten the program (e.g. with let or graph bindings)")
+            return parse(*args)
+        finally:
+            self.depth -= 1
+
     def parse_primary(self):
+        return self.nested(self._parse_primary)
+
+    def _parse_primary(self):
         t = self.tok
         sp = self.span(t)
         if t.kind == "local":
@@ -831,6 +855,9 @@ class _Parser:
         return Match(data, tuple(clauses), complete, span=self.span(t))
 
     def parse_pattern(self):
+        return self.nested(self._parse_pattern)
+
+    def _parse_pattern(self):
         t = self.tok
         if self.accept("_"):
             return PatternWildcard()
@@ -857,12 +884,18 @@ class _Parser:
         return PatternConstructor(self.ctors[name], tuple(ps))
 
 
+def _nesting_error(message):
+    return ParseError(message, 1, 1)
+
+
+@deep(_nesting_error)
 def parse(text, base: IRModule | None = None, source="<string>", constants=None) -> IRModule:
     """Parse a module.  ``base`` supplies definitions (e.g. the prelude) that the text may use;
     the result contains them plus the text's own.  ``constants`` overrides the metadata section."""
     return _Parser(text, source, base, constants).parse_module()
 
 
+@deep(_nesting_error)
 def parse_expr(text, base: IRModule | None = None, source="<string>", constants=None):
     """Parse a single expression (a scope: bindings, lets and ``free_var`` lines, then a result)."""
     p = _Parser(text, source, base, constants)
@@ -875,6 +908,7 @@ def parse_expr(text, base: IRModule | None = None, source="<string>", constants=
     return e
 
 
+@deep(_nesting_error)
 def parse_type(text, base: IRModule | None = None):
     p = _Parser(text, "<type>", base)
     t = p.parse_type()

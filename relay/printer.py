@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from .depth import deep
 from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, TypeData, Var)
@@ -98,8 +99,30 @@ def attr_text(v):
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _indent(text):
-    return "\n".join(("  " + line) if line else line for line in text.split("\n"))
+def _indent_by_braces(text):
+    """Indent every line by the number of ``{`` open before it (two spaces each).  The printer
+    writes blocks unindented and indents once at the end, so deep nesting costs time linear in
+    the output, not in its square."""
+    out, depth = [], 0
+    for line in text.split("\n"):
+        closers = len(line) - len(line.lstrip("}"))
+        out.append("  " * max(depth - closers, 0) + line if line else line)
+        in_string = escaped = False
+        for ch in line:
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+    return "\n".join(out)
 
 
 class _Printer:
@@ -199,7 +222,7 @@ class _Printer:
         return "\n".join(lines + [result])
 
     def braces(self, e):
-        return "{\n" + _indent(self.block(e)) + "\n}"
+        return "{\n" + self.block(e) + "\n}"
 
     # -- expressions
     def inline(self, e):
@@ -244,7 +267,7 @@ class _Printer:
                 clauses.append(f"{self.pattern(c.lhs)} => {self.braces(c.rhs)},")
                 self.pop_frame()
             kw = "match" if e.complete else "match?"
-            return f"{kw} ({d}) {{\n" + _indent("\n".join(clauses)) + "\n}"
+            return f"{kw} ({d}) {{\n" + "\n".join(clauses) + "\n}"
         if isinstance(e, RefCreate):
             return f"ref({self.atom(e.value)})"
         if isinstance(e, RefRead):
@@ -283,9 +306,9 @@ class _Printer:
         lines = [f"type {td.header.name}{tv} {{"]
         for c in td.constructors:
             if c.inputs:
-                lines.append(f"  {c.name}({', '.join(type_to_text(t) for t in c.inputs)}),")
+                lines.append(f"{c.name}({', '.join(type_to_text(t) for t in c.inputs)}),")
             else:
-                lines.append(f"  {c.name},")
+                lines.append(f"{c.name},")
         lines.append("}")
         return "\n".join(lines)
 
@@ -297,6 +320,7 @@ class _Printer:
         return "#[metadata]\n" + json.dumps({"relay.Constant": items}, indent=1) + "\n"
 
 
+@deep(ValueError)
 def module_to_text(mod: IRModule, show_meta_data=True, only=None):
     """The whole module as text (``only``: restrict to these global and type names)."""
     p = _Printer(show_meta_data)
@@ -308,13 +332,18 @@ def module_to_text(mod: IRModule, show_meta_data=True, only=None):
         if only is None or name in only:
             p.reset_names()
             parts.append(p.function(fn, f"def @{name}"))
-    text = "\n".join(parts) + "\n"
+    text = _indent_by_braces("\n".join(parts)) + "\n"
     meta = p.metadata()
     return text + meta
 
 
+@deep(ValueError)
 def expr_to_text(e, show_meta_data=False):
-    """An expression as text (free variables keep their names; metadata omitted by default)."""
+    """An expression as text: ``free_var`` declarations of its free variables, then the
+    expression (metadata omitted by default)."""
+    from .analysis import free_vars
     p = _Printer(show_meta_data)
-    text = p.block(e)
+    # free variables are declared first, as TVM prints them, so the text parses back alone
+    decls = [f"free_var {p.var_decl(v)};" for v in free_vars(e)]
+    text = _indent_by_braces("\n".join(decls + [p.block(e)]))
     return text + ("\n" + p.metadata() if show_meta_data and p.meta else "")

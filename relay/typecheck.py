@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .ir import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, Var)
+from .depth import deep
 from .op.registry import NotReady, RelationError, get_backward, get_op, get_relation
 from .ty import (Any, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type,
                  TypeCall, UNIT, substitute)
@@ -260,7 +261,10 @@ class _Checker:
         except _Mismatch as m:
             ra, rb = self.s.resolve(a), self.s.resolve(b)
             msg = f"{what}: " if what else ""
-            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({m})", expr) from None
+            why = str(m)
+            if str(ra) == str(rb):
+                why = "type variables of the same name bound by different definitions are different types"
+            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({why})", expr) from None
 
     def instantiate(self, ft):
         return instantiate(ft)
@@ -579,6 +583,7 @@ def _exhaustive(rows, mod):
     return True
 
 
+@deep(RelayTypeError)
 def check_module(mod: IRModule) -> TypeInfo:
     """Infer the types of every global function of ``mod``; raise ``RelayTypeError`` on failure."""
     ck = _Checker(mod)
@@ -609,6 +614,7 @@ def check_module(mod: IRModule) -> TypeInfo:
     return TypeInfo(gts, ck.types, ck.s)
 
 
+@deep(RelayTypeError)
 def infer_expr(expr, mod: IRModule | None = None) -> Type:
     """The type of ``expr`` (checked as the body of a fresh global whose parameters are its free
     variables)."""

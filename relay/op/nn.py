@@ -1,7 +1,6 @@
 """Neural-network operators: convolution, dense, bias, batch norm, pooling, softmax, pad, dropout."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -11,7 +10,6 @@ from ._common import (accum_dtype, as_tensor, dim_str, known, layout_array_trans
                       norm_axis, pair, padding4, parse_layout)
 from .registry import REQUIRED, NotReady, OpPattern, RelationError, backward, register_op, relation
 
-_PACKED_DATA = re.compile(r"^NCHW(\d+)n(\d+)c$")
 
 
 def _div(a, b):
@@ -351,30 +349,32 @@ def _dropout(args, attrs):
 # ---------------------------------------------------------------- pooling
 
 
-def _pool_hw(layout):
-    if layout == "NCHW":
-        return 4
-    if _PACKED_DATA.match(layout):
-        return 6
-    raise RelationError(f"unsupported pooling layout {layout!r} (use NCHW or NCHW{{n}}n{{c}}c)")
+def _pool_axes(layout, t=None):
+    """Positions of H and W in a pooling layout (NCHW, NHWC, NCHW16c, ... as TVM's Pool2DRel:
+    any layout with H and W, neither of them split)."""
+    axes = parse_layout(layout)
+    names = [a for a, _ in axes]
+    if "H" not in names or "W" not in names or "h" in names or "w" in names:
+        raise RelationError(f"pooling layout {layout!r} must have H and W axes, neither split")
+    if t is not None and t.ndim != len(axes):
+        raise RelationError(f"data must be {len(axes)}-D in layout {layout}, got {_shape_str(t.shape)}")
+    return names.index("H"), names.index("W")
 
 
 @relation("Pool2D")
 def pool2d_rel(args, attrs):
     """Output H and W from pool size, strides, padding, dilation and ceil_mode."""
     data = as_tensor(args[0], "data")
-    rank = _pool_hw(attrs["layout"])
-    if data.ndim != rank:
-        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    hi, wi = _pool_axes(attrs["layout"], data)
     kh, kw = pair(attrs["pool_size"], "pool_size")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
-    h, w = data.shape[2], data.shape[3]
+    h, w = data.shape[hi], data.shape[wi]
     ceil = bool(attrs["ceil_mode"])
     shape = list(data.shape)
-    shape[2] = _out_dim(h, pt + pb, dh, kh, sh, ceil)
-    shape[3] = _out_dim(w, pl + pr, dw, kw, sw, ceil)
+    shape[hi] = _out_dim(h, pt + pb, dh, kh, sh, ceil)
+    shape[wi] = _out_dim(w, pl + pr, dw, kw, sw, ceil)
     return TensorType(tuple(shape), data.dtype)
 
 
@@ -382,45 +382,42 @@ def pool2d_rel(args, attrs):
 def global_pool2d_rel(args, attrs):
     """H and W become 1."""
     data = as_tensor(args[0], "data")
-    rank = _pool_hw(attrs["layout"])
-    if data.ndim != rank:
-        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    hi, wi = _pool_axes(attrs["layout"], data)
     shape = list(data.shape)
-    shape[2] = shape[3] = 1
+    shape[hi] = shape[wi] = 1
     return TensorType(tuple(shape), data.dtype)
 
 
 def _pool(x, attrs, kind):
+    hi, wi = _pool_axes(attrs["layout"])
+    x = np.moveaxis(x, (hi, wi), (-2, -1))
     kh, kw = pair(attrs["pool_size"], "pool_size")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
-    h, w = x.shape[2], x.shape[3]
+    h, w = x.shape[-2], x.shape[-1]
     oh = _out_dim(h, pt + pb, dh, kh, sh, bool(attrs["ceil_mode"]))
     ow = _out_dim(w, pl + pr, dw, kw, sw, bool(attrs["ceil_mode"]))
     # Extra bottom/right padding so ceil_mode windows exist; they are excluded like padding.
     eb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
     er = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + pl + pr))
-    pads = [(0, 0)] * x.ndim
-    pads[2], pads[3] = (pt, pb + eb), (pl, pr + er)
+    pads = [(0, 0)] * (x.ndim - 2) + [(pt, pb + eb), (pl, pr + er)]
     xf = x.astype(np.float64) if kind == "avg" else x
     fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
     xp = np.pad(xf, pads, constant_values=fill if kind == "max" else 0)
-    win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    win = win[:, :, :oh * sh:sh, :ow * sw:sw, ..., ::dh, ::dw][:, :, :oh, :ow]
+    win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(-2, -1))
+    win = win[..., :oh * sh:sh, :ow * sw:sw, ::dh, ::dw][..., :oh, :ow, :, :]
     if kind == "max":
-        return win.max(axis=(-2, -1)).astype(x.dtype)
+        return np.moveaxis(win.max(axis=(-2, -1)).astype(x.dtype), (-2, -1), (hi, wi))
     total = win.sum(axis=(-2, -1))
+    ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
     if attrs["count_include_pad"]:
-        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
         ones[:h + pt + pb, :w + pl + pr] = 1
     else:
-        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
         ones[pt:pt + h, pl:pl + w] = 1
     cw = sliding_window_view(ones, (dh * (kh - 1) + 1, dw * (kw - 1) + 1))[::sh, ::sw, ::dh, ::dw][:oh, :ow]
     count = cw.sum(axis=(-2, -1))
-    count = count.reshape((1, 1, oh, ow) + (1,) * (x.ndim - 4))
-    return (total / count).astype(x.dtype)
+    return np.moveaxis((total / count).astype(x.dtype), (-2, -1), (hi, wi))
 
 
 _POOL_ATTRS = {"pool_size": REQUIRED, "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0),
@@ -446,14 +443,14 @@ def _avg_pool2d(args, attrs):
 def _global_avg_pool2d(args, attrs):
     """Mean over H and W, kept as size-1 axes."""
     x = args[0]
-    return x.astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(x.dtype)
+    return x.astype(np.float64).mean(axis=_pool_axes(attrs["layout"]), keepdims=True).astype(x.dtype)
 
 
 @register_op("nn.global_max_pool2d", num_inputs=1, relation="GlobalPool2D",
              pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"layout": "NCHW", "out_layout": ""})
 def _global_max_pool2d(args, attrs):
     """Max over H and W, kept as size-1 axes."""
-    return args[0].max(axis=(2, 3), keepdims=True)
+    return args[0].max(axis=_pool_axes(attrs["layout"]), keepdims=True)
 
 
 # ---------------------------------------------------------------- softmax

@@ -182,6 +182,63 @@ def test_std_files_are_tvms_unchanged():
         assert '#[version = "0.0.5"]' in text
 
 
+OK_CASES = [c for c in CASES if c["expect"] == "ok" and "differs" not in c]
+
+
+@pytest.mark.parametrize("case", OK_CASES, ids=[c["id"] for c in OK_CASES])
+def test_accepted_programs_round_trip(case):
+    """Printing an accepted program and parsing it back gives the same text and types."""
+    base = std_module(tuple(case["std"])) if case["std"] else None
+    if case["kind"] == "expr":
+        e = relay.parse_expr(case["text"], base=base)
+        once = relay.expr_to_text(e, show_meta_data=True)
+        e2 = relay.parse_expr(once, base=base)
+        assert relay.expr_to_text(e2, show_meta_data=True) == once
+        assert relay.type_to_text(relay.infer_expr(e2, base)) == relay.type_to_text(relay.infer_expr(e, base))
+    else:
+        mod = relay.parse(case["text"], base=base)
+        once = mod.astext()
+        mod2 = relay.parse(once)
+        assert mod2.astext() == once
+        types = [{k: relay.type_to_text(t) for k, t in relay.check_module(m).global_types.items()}
+                 for m in (mod, mod2)]
+        assert types[0] == types[1]
+
+
+ADT_CASES = [c for c in CASES if c["file"] == "adt.toml"]
+
+
+@lru_cache(maxsize=None)
+def own_prelude_with_nat():
+    return relay.parse((STD_DIR / "nat.rly").read_text(), base=relay.prelude(), source="nat.rly")
+
+
+@pytest.mark.parametrize("case", ADT_CASES, ids=[c["id"] for c in ADT_CASES])
+def test_tvm_prelude_programs_run_on_ours(case):
+    """Programs written for TVM's prelude give the same types and values on relay.prelude()."""
+    base = own_prelude_with_nat()
+    if case["kind"] == "expr":
+        e = relay.parse_expr(case["text"], base=base)
+        t = relay.infer_expr(e, base)
+        value = relay.evaluate(e, base) if "value" in case else None
+    else:
+        mod = relay.parse(case["text"], base=base)
+        t = relay.check_module(mod).global_types["main"]
+        value = relay.run(mod) if "value" in case else None
+    if "type" in case:
+        assert relay.type_to_text(t) == case["type"]
+    if "value" in case:
+        assert same_value(to_value(value), ast.literal_eval(case["value"]))
+
+
+def test_prelude_has_tvms_functions_at_their_types():
+    ours = relay.check_module(relay.prelude()).global_types
+    tvm = relay.check_module(std_module(("prelude",))).global_types
+    assert set(tvm) <= set(ours)
+    for name, t in tvm.items():
+        assert relay.type_to_text(ours[name]) == relay.type_to_text(t), name
+
+
 def summary():
     """Pass counts: total, and per aspect (parse: the parse stage agrees with TVM; type: accept
     or reject agrees and the printed types equal TVM's; value: the evaluated value equals TVM's)."""

@@ -282,6 +282,20 @@ def test_conv2d_other_layouts_match_nchw(dl, kl, ol):
           out_layout=ol)
 
 
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW4c", "HWCN"])
+def test_pools_in_other_layouts_match_nchw(layout):
+    from relay.op._common import layout_array_transform
+    x = rand((2, 8, 7, 6))
+    xl = layout_array_transform(x, "NCHW", layout)
+    for op, attrs in [("nn.max_pool2d", dict(pool_size=[3, 3], strides=[2, 2], padding=[1, 1])),
+                      ("nn.avg_pool2d", dict(pool_size=[2, 2], ceil_mode=True)),
+                      ("nn.global_avg_pool2d", {}), ("nn.global_max_pool2d", {})]:
+        _, ref = run_op(op, [x], **attrs)
+        check(op, [xl], layout_array_transform(ref, "NCHW", layout), layout=layout, **attrs)
+    with pytest.raises(RelayTypeError, match="must have H and W axes, neither split"):
+        run_op("nn.max_pool2d", [rand((1, 2, 3, 4, 2))], pool_size=[2, 2], layout="NCHW2h")
+
+
 def test_take_argmax_broadcast_to_match_numpy():
     x = rand((3, 4))
     idx = np.array([[0, 3], [5, -1]], "int32")
