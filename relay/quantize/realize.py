@@ -238,7 +238,7 @@ class _Realizer:
 
     def add(self, n, reps):
         a, b = n.args
-        if isinstance(b, Constant) or isinstance(a, Constant) or any(r.kind == "F" for r in reps):
+        if isinstance(b, Constant) or isinstance(a, Constant) or all(r.kind == "F" for r in reps):
             return self.float_call(n)
         acc = [i for i, r in enumerate(reps) if r.kind == "A"]
         if acc:
