@@ -86,6 +86,9 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
     acc_half = acc_rows(geo, s)
     planes = 4 if op.out_dtype == "int32" else 1
     plane_elems = geo.out_elems
+    # The byte planes of a tile consume their own store->compute tokens, so no token of an
+    # earlier tile may still be waiting: with planes, each tile waits for the last store.
+    reuse = 1 if planes > 1 else s.vt
     nconst = len(op.consts)
 
     unit = tile = 0
@@ -106,7 +109,8 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
         p.unit_begin()
         chunks = [] if empty else _ranges(geo.cbg, s.tci)
         if not chunks:
-            p.pop("store", "compute") if tile >= s.vt else None
+            if tile >= reuse:
+                p.pop("store", "compute")
             p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
         for k, (c0, tci) in enumerate(chunks):
             ihalf = unit % s.vt
@@ -126,7 +130,7 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
             # ---- compute
             p.pop("load", "compute")
             if k == 0:
-                if tile >= s.vt:
+                if tile >= reuse:
                     p.pop("store", "compute")
                 p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
             _gemm(p, s.layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw,

@@ -114,10 +114,12 @@ def tune_module(mod, params, cfg, *, cache: TuningCache | None = None, top: int 
     cached): a {workload key: Schedule} mapping for :func:`compiler.compile.compile_module`."""
     from .partition import partition_for_vta, prepare, vta_functions, vta_operator
     cache = TuningCache() if cache is None else cache
-    part = partition_for_vta(prepare(mod, params))
+    part = partition_for_vta(prepare(mod, params), cfg)
     out = {}
     for i, call in enumerate(vta_functions(part["main"].body)):
         op = vta_operator(call.op, f"vta{i}")
+        if not isinstance(op, ConvOp):
+            continue            # pools and element-wise operators have one schedule
         s = cache.get(cfg, op)
         if s is None:
             s, cycles = tune_op(op, cfg, top=top)

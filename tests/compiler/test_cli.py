@@ -85,8 +85,9 @@ def test_inspect_lists_every_segment(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "input  data: int8[2, 3, 12, 12]" in text
     assert "output output_0" in text and "int32[2, 10]" in text
-    assert text.count(" vta  ") == 6
-    assert "relay nn.max_pool2d" in text and "relay nn.batch_flatten" in text
+    assert text.count(" vta  ") == 7          # 6 conv2d/dense and the max pool
+    assert "vta  max_pool 3x3/3 on 32x3x3 -> int8" in text
+    assert "relay nn.batch_flatten" in text
 
 
 def test_bad_binaries_are_refused_before_running(tmp_path, capsys):
