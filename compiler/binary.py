@@ -6,7 +6,8 @@ key names), inputs / outputs / tensors, and the segments in execution order — 
 their operator, schedule, program regions and micro-op kernels; CPU segments with their kind and
 attributes, Relay segments as Relay text. Arrays: ``<segment>/program`` (the operator's
 relocatable ``isa.program`` file: launches, micro-op kernels, packed weights and constants in
-DRAM layout), ``<segment>/commands`` (the lowering's command list), ``<segment>/weight_oihw`` (the operator's weight as written in the model). Every array's SHA-256
+DRAM layout), ``<segment>/commands`` (the lowering's command list), ``<segment>/weight_oihw``
+(the operator's weight as written in the model). Every array's SHA-256
 is in the manifest: a corrupted file is refused before anything runs.
 """
 
@@ -52,6 +53,15 @@ def _op_json(op) -> dict:
         return {"type": "eltwise", "name": op.name, "alu": op.alu, "shape": list(op.shape),
                 "out_dtype": op.out_dtype,
                 "tail": [{"alu": t.alu, "imm": t.imm} for t in op.tail]}
+    from .transpose import TransposeOp
+    if isinstance(op, TransposeOp):
+        d = _conv_json(op)
+        d.update(type="transpose", output_padding=list(op.output_padding))
+        return d
+    return _conv_json(op)
+
+
+def _conv_json(op) -> dict:
     return {"type": "conv", "name": op.name, "kind": op.kind, "data_shape": list(op.data_shape),
             "strides": list(op.strides), "padding": list(op.padding),
             "dilation": list(op.dilation), "groups": op.groups, "out_dtype": op.out_dtype,
@@ -71,7 +81,7 @@ def model_to_arrays(model: CompiledModel) -> dict[str, np.ndarray]:
         if seg.target == "vta":
             arrays[f"{seg.name}/commands"] = seg.program.commands
             arrays[f"{seg.name}/program"] = program_bytes(seg.image)
-            if isinstance(seg.op, ConvOp):
+            if hasattr(seg.op, "weight"):
                 arrays[f"{seg.name}/weight_oihw"] = seg.op.weight
             segments.append({"target": "vta", "name": seg.name, "inputs": list(seg.inputs),
                              "output": seg.output, "op": _op_json(seg.op),
@@ -163,6 +173,13 @@ def _op_from_json(o: dict, s: dict, arrays: dict):
         return EltwiseOp(o["name"], o["alu"], tuple(o["shape"]),
                          tuple(TailOp(t["alu"], imm=t["imm"]) for t in o["tail"]),
                          o["out_dtype"])
+    if o["type"] == "transpose":
+        from .transpose import TransposeOp
+        return TransposeOp(o["name"], tuple(o["data_shape"]), arrays[f"{s['name']}/weight_oihw"],
+                           tuple(o["strides"]), tuple(o["padding"]), tuple(o["output_padding"]),
+                           tuple(o["dilation"]), int(o["groups"]),
+                           tuple(TailOp(**t) for t in o["tail"]),
+                           tuple(np.array(v, np.int32) for v in o["consts"]), o["out_dtype"])
     return ConvOp(o["name"], o["kind"], tuple(o["data_shape"]),
                   arrays[f"{s['name']}/weight_oihw"], tuple(o["strides"]),
                   tuple(o["padding"]), tuple(o["dilation"]), int(o["groups"]),

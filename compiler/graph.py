@@ -26,6 +26,7 @@ from .operators import ConvOp, geometry
 from .partition import vta_operator
 from .program import VtaProgram
 from .schedule import Schedule, choose, estimate
+from .transpose import TransposeOp, lower_transpose
 from .vector import EltwiseOp, PoolOp, lower_eltwise, lower_pool
 
 __all__ = ["TensorInfo", "VtaSegment", "CpuSegment", "CompiledModel", "build_graph"]
@@ -181,11 +182,19 @@ class _Builder:
             inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
             if op.residual:
                 inputs.append(self.get_packed(call.args[1], op.out_shape, cfg.block_out))
+        elif isinstance(op, TransposeOp):
+            program, geos, sched = lower_transpose(op, cfg,
+                                                   self.schedules.get(_workload_key(op)))
+            inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
+            shapes = {"data": self.tensors[inputs[0]].shape}
+            params = {f"weights{k}": g.packed_weight for k, g in enumerate(geos)}
+            params["consts"] = geos[0].packed_consts
         else:
             program = (lower_pool(op, cfg) if isinstance(op, PoolOp)
                        else lower_eltwise(op, cfg))
             inputs = [self.get_packed(a, op.data_shape, cfg.block_out) for a in call.args]
             shapes = {"data": self.tensors[inputs[0]].shape}
+            params = {}
             if len(inputs) > 1:
                 shapes["data2"] = self.tensors[inputs[1]].shape
         n, o, oh, ow = op.out_shape
@@ -196,7 +205,7 @@ class _Builder:
             out = self.tensor(shape, "int8", "packed")
         if not isinstance(op, ConvOp):
             shapes["out"] = self.tensors[out].shape
-            image = build_program(cfg, program, shapes, {}, name)
+            image = build_program(cfg, program, shapes, params, name)
         self.packed_shape4[out] = op.out_shape
         seg = VtaSegment(name, op, sched, program, tuple(inputs), out, image)
         self.vta_of[out] = seg

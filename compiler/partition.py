@@ -78,6 +78,19 @@ def _anchor_ok(e) -> bool:
     return len(tx.shape) == 2
 
 
+def _transpose_ok(e) -> bool:
+    """conv2d_transpose of int8 data by an int8 constant IOHW weight into int32 (NCHW)."""
+    if not _is_op(e, "nn.conv2d_transpose"):
+        return False
+    x, w = e.args
+    tx, ty = _ttype(x), _ttype(e)
+    a = _attrs(e)
+    return (tx is not None and ty is not None and tx.dtype == "int8" and ty.dtype == "int32"
+            and isinstance(w, Constant) and w.data.dtype == np.int8
+            and a["data_layout"] == "NCHW" and a["kernel_layout"] == "IOHW"
+            and a.get("out_layout", "") in ("", "NCHW"))
+
+
 def _int8(e) -> bool:
     t = _ttype(e)
     return t is not None and t.dtype == "int8" and not isinstance(e, Constant)
@@ -125,8 +138,10 @@ def _channel_vector(c: np.ndarray, channels: int, rank: int) -> np.ndarray | Non
 class _Tail:
     """The tail being absorbed: steps, constant vectors, the residual input."""
 
-    def __init__(self, channels: int, rank: int, *, imm_only: bool = False):
+    def __init__(self, channels: int, rank: int, *, imm_only: bool = False,
+                 residual: bool = True):
         self.channels, self.rank, self.imm_only = channels, rank, imm_only
+        self.allow_residual = residual and not imm_only
         self.steps: list[TailOp] = []
         self.consts: list[np.ndarray] = []
         self.residual = None
@@ -178,7 +193,7 @@ class _Tail:
             c = _const_int(o)
             if c is not None:
                 return "more" if self.operand(alu, c) else None
-            if (name == "add" and self.residual is None and not self.imm_only
+            if (name == "add" and self.residual is None and self.allow_residual
                     and _is_op(o, "cast")
                     and _attrs(o)["dtype"] == "int32" and _ttype(o.args[0]) is not None
                     and _ttype(o.args[0]).dtype == "int8" and _ttype(o) == _ttype(cur)):
@@ -222,6 +237,8 @@ def _chains(body, cfg=None) -> dict[int, tuple]:
         if _anchor_ok(n):
             ty = _ttype(n)
             tail = _Tail(ty.shape[1], len(ty.shape))
+        elif _transpose_ok(n):
+            tail = _Tail(_ttype(n).shape[1], 4, residual=False)
         elif _eltwise_ok(n):
             tail = _Tail(_ttype(n).shape[1], 4, imm_only=True)
         else:
@@ -343,6 +360,21 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
     if _pool_ok(fn.body):
         return _pool_op(fn.body, name)
     anchor = next((n for n in order if _is_op(n, "nn.conv2d", "nn.dense")), None)
+    transpose = next((n for n in order if _transpose_ok(n)), None)
+    if transpose is not None:
+        tail = _Tail(_ttype(transpose).shape[1], 4, residual=False)
+        for prev, n in zip(order[order.index(transpose):], order[order.index(transpose) + 1:]):
+            if tail.absorb(n, prev) is None:
+                raise CompileError(f"{name}: cannot lower {n.op.name} in a VTA operator")
+        from relay.op._common import pair, padding4
+
+        from .transpose import TransposeOp
+        a = _attrs(transpose)
+        return TransposeOp(name, tuple(_ttype(transpose.args[0]).shape), transpose.args[1].data,
+                           tuple(pair(a["strides"], "strides")), tuple(padding4(a["padding"])),
+                           tuple(pair(a["output_padding"], "output_padding")),
+                           tuple(pair(a["dilation"], "dilation")), a["groups"],
+                           tuple(tail.steps), tuple(tail.consts), _ttype(fn.body).dtype)
     if anchor is None:
         anchor = next(n for n in order if _eltwise_ok(n))
         tail = _Tail(_ttype(anchor).shape[1], 4, imm_only=True)

@@ -13,10 +13,10 @@ from .operators import ConvOp
 __all__ = ["workload_key", "TuningCache", "measure", "tune_op", "tune_module"]
 
 
-def workload_key(op: ConvOp) -> str:
+def workload_key(op) -> str:
     """What decides a schedule: shapes, strides, padding, dilation, groups, the tail's shape
     (not its constants' values) and the result type."""
-    desc = {"kind": op.kind, "data": list(op.data_shape), "weight": list(op.weight.shape),
+    desc = {"kind": op.kind, "output_padding": list(getattr(op, "output_padding", ())), "data": list(op.data_shape), "weight": list(op.weight.shape),
             "strides": list(op.strides), "padding": list(op.padding),
             "dilation": list(op.dilation), "groups": op.groups, "out": op.out_dtype,
             "tail": [[t.alu, t.imm is not None, t.const is not None, t.residual]

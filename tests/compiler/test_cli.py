@@ -43,6 +43,7 @@ def prepare(tmp_path, name, seed=0, config="default"):
 @pytest.mark.parametrize("name,backend,config", [
     ("requant_chain.rly", "functional", "default"), ("requant_chain.rly", "cycle", "small"),
     ("resnet_like.rly", "functional", "small"), ("resnet_like.rly", "cycle", "default"),
+    ("dcgan_like.rly", "functional", "default"), ("dcgan_like.rly", "cycle", "small"),
 ])
 def test_compiled_program_matches_the_interpreter(tmp_path, capsys, name, backend, config):
     mod, binary, x, ref, xname = prepare(tmp_path, name, config=config)

@@ -258,3 +258,48 @@ def test_int8_elementwise(cfg_name, alu, out_dtype):
         "data": pack_activation(a, cfg.batch, cfg.block_out),
         "data2": pack_activation(b, cfg.batch, cfg.block_out)}, a.shape, out_dtype == "int32")
     np.testing.assert_array_equal(out, reference_eltwise(op, a, b))
+
+
+# ------------------------------------------------------------------ conv2d_transpose
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+@pytest.mark.parametrize("c,o,k,s,pad,out_pad,dil,groups,out_dtype", [
+    (16, 16, 4, 2, (1, 1, 1, 1), (0, 0), 1, 1, "int8"),       # DCGAN
+    (5, 7, 3, 2, (0, 1, 2, 0), (1, 0), 1, 1, "int32"),
+    (8, 8, 3, 3, (1, 1, 1, 1), (2, 1), 2, 1, "int8"),         # dilation: phases without taps
+    (32, 32, 4, 2, (1, 1, 1, 1), (0, 0), 1, 2, "int8"),       # groups of whole blocks
+    (4, 4, 1, 2, (0, 0, 0, 0), (1, 1), 1, 1, "int8"),
+])
+def test_conv2d_transpose_by_phases(cfg_name, c, o, k, s, pad, out_pad, dil, groups, out_dtype):
+    from relay.op.nn import conv2d_transpose_nchw
+    from compiler.emit import build_program, run_linked
+    from compiler.packing import pack_activation, planes_to_int32, unpack_activation
+    from compiler.transpose import TransposeOp, lower_transpose, reference_transpose
+    cfg = load_config(cfg_name)
+    rng = np.random.default_rng(c * 31 + k)
+    x = rng.integers(-128, 128, (2, c, 5, 4)).astype(np.int8)
+    w = rng.integers(-128, 128, (c, o // groups, k, k)).astype(np.int8)
+    bias = rng.integers(-999, 999, o).astype(np.int32)
+    tail = (TailOp("ADD", const=0),) + ((TailOp("SHR", imm=6), TailOp("MAX", imm=-128),
+                                          TailOp("MIN", imm=127)) if out_dtype == "int8" else ())
+    op = TransposeOp("t", x.shape, w, (s, s), pad, out_pad, (dil, dil), groups, tail, (bias,),
+                     out_dtype)
+    # the two references agree on the convolution itself
+    bare = TransposeOp("t", x.shape, w, (s, s), pad, out_pad, (dil, dil), groups, (), (), "int32")
+    np.testing.assert_array_equal(reference_transpose(bare, x), conv2d_transpose_nchw(
+        x, w, (s, s), pad, out_pad, (dil, dil), groups, "int32"))
+    program, geos, _ = lower_transpose(op, cfg)
+    params = {f"weights{i}": g.packed_weight for i, g in enumerate(geos)}
+    params["consts"] = geos[0].packed_consts
+    n, _, oh, ow = op.out_shape
+    shape = (geos[0].nb, geos[0].ob, oh, ow, cfg.batch, cfg.block_out)
+    shapes = {"data": (geos[0].nb, geos[0].cb, 5, 4, cfg.batch, cfg.block_in),
+              "out": ((4,) + shape) if out_dtype == "int32" else shape}
+    image = build_program(cfg, program, shapes, params, "t")
+    stats = RunStats()
+    raw = run_linked(image, {"data": pack_activation(x, cfg.batch, cfg.block_in)},
+                     __import__("driver").get_backend("functional"), stats)
+    out = unpack_activation(planes_to_int32(raw) if out_dtype == "int32" else raw, n, o)
+    np.testing.assert_array_equal(out, reference_transpose(op, x))
+    for im in stats.images:
+        find_race(im, schedules=2)
