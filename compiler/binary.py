@@ -6,7 +6,8 @@ key names), inputs / outputs / tensors, and the segments in execution order — 
 their operator, schedule, program regions and micro-op kernels; CPU segments with their kind and
 attributes, Relay segments as Relay text. Arrays: ``<segment>/program`` (the operator's
 relocatable ``isa.program`` file: launches, micro-op kernels, packed weights and constants in
-DRAM layout), ``<segment>/commands`` (the lowering's command list), ``<segment>/weight_oihw`` (the operator's weight as written in the model). Every array's SHA-256
+DRAM layout), ``<segment>/commands`` (the lowering's command list), ``<segment>/weight_oihw``
+(the operator's weight as written in the model). Every array's SHA-256
 is in the manifest: a corrupted file is refused before anything runs.
 """
 
@@ -42,8 +43,26 @@ def _digest(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def _op_json(op: ConvOp) -> dict:
-    return {"name": op.name, "kind": op.kind, "data_shape": list(op.data_shape),
+def _op_json(op) -> dict:
+    from .vector import EltwiseOp, PoolOp
+    if isinstance(op, PoolOp):
+        return {"type": "pool", "name": op.name, "kind": op.kind, "data_shape": list(op.data_shape),
+                "pool": list(op.pool), "strides": list(op.strides), "padding": list(op.padding),
+                "dilation": list(op.dilation)}
+    if isinstance(op, EltwiseOp):
+        return {"type": "eltwise", "name": op.name, "alu": op.alu, "shape": list(op.shape),
+                "out_dtype": op.out_dtype,
+                "tail": [{"alu": t.alu, "imm": t.imm} for t in op.tail]}
+    from .transpose import TransposeOp
+    if isinstance(op, TransposeOp):
+        d = _conv_json(op)
+        d.update(type="transpose", output_padding=list(op.output_padding))
+        return d
+    return _conv_json(op)
+
+
+def _conv_json(op) -> dict:
+    return {"type": "conv", "name": op.name, "kind": op.kind, "data_shape": list(op.data_shape),
             "strides": list(op.strides), "padding": list(op.padding),
             "dilation": list(op.dilation), "groups": op.groups, "out_dtype": op.out_dtype,
             "tail": [{"alu": t.alu, "imm": t.imm, "const": t.const, "residual": t.residual}
@@ -62,10 +81,11 @@ def model_to_arrays(model: CompiledModel) -> dict[str, np.ndarray]:
         if seg.target == "vta":
             arrays[f"{seg.name}/commands"] = seg.program.commands
             arrays[f"{seg.name}/program"] = program_bytes(seg.image)
-            arrays[f"{seg.name}/weight_oihw"] = seg.op.weight
+            if hasattr(seg.op, "weight"):
+                arrays[f"{seg.name}/weight_oihw"] = seg.op.weight
             segments.append({"target": "vta", "name": seg.name, "inputs": list(seg.inputs),
                              "output": seg.output, "op": _op_json(seg.op),
-                             "schedule": seg.schedule.to_json(),
+                             "schedule": seg.schedule and seg.schedule.to_json(),
                              "regions": [[r.name, r.nbytes, r.role]
                                          for r in seg.program.regions],
                              "kernels": [k.to_json() for k in seg.program.kernels]})
@@ -144,6 +164,29 @@ def load_binary(source: "str | Path | bytes", *, config: VTAConfig | None = None
         raise BinaryError(f"{name}: malformed manifest ({type(exc).__name__}: {exc})") from None
 
 
+def _op_from_json(o: dict, s: dict, arrays: dict):
+    from .vector import EltwiseOp, PoolOp
+    if o["type"] == "pool":
+        return PoolOp(o["name"], o["kind"], tuple(o["data_shape"]), tuple(o["pool"]),
+                      tuple(o["strides"]), tuple(o["padding"]), tuple(o["dilation"]))
+    if o["type"] == "eltwise":
+        return EltwiseOp(o["name"], o["alu"], tuple(o["shape"]),
+                         tuple(TailOp(t["alu"], imm=t["imm"]) for t in o["tail"]),
+                         o["out_dtype"])
+    if o["type"] == "transpose":
+        from .transpose import TransposeOp
+        return TransposeOp(o["name"], tuple(o["data_shape"]), arrays[f"{s['name']}/weight_oihw"],
+                           tuple(o["strides"]), tuple(o["padding"]), tuple(o["output_padding"]),
+                           tuple(o["dilation"]), int(o["groups"]),
+                           tuple(TailOp(**t) for t in o["tail"]),
+                           tuple(np.array(v, np.int32) for v in o["consts"]), o["out_dtype"])
+    return ConvOp(o["name"], o["kind"], tuple(o["data_shape"]),
+                  arrays[f"{s['name']}/weight_oihw"], tuple(o["strides"]),
+                  tuple(o["padding"]), tuple(o["dilation"]), int(o["groups"]),
+                  tuple(TailOp(**t) for t in o["tail"]),
+                  tuple(np.array(v, np.int32) for v in o["consts"]), o["out_dtype"])
+
+
 def _model(manifest: dict, arrays: dict, cfg: VTAConfig) -> CompiledModel:
     from relay.parser import parse
     from relay.transform import infer_type
@@ -154,11 +197,7 @@ def _model(manifest: dict, arrays: dict, cfg: VTAConfig) -> CompiledModel:
     for s in manifest["segments"]:
         if s["target"] == "vta":
             o = s["op"]
-            op = ConvOp(o["name"], o["kind"], tuple(o["data_shape"]),
-                        arrays[f"{s['name']}/weight_oihw"], tuple(o["strides"]),
-                        tuple(o["padding"]), tuple(o["dilation"]), int(o["groups"]),
-                        tuple(TailOp(**t) for t in o["tail"]),
-                        tuple(np.array(v, np.int32) for v in o["consts"]), o["out_dtype"])
+            op = _op_from_json(o, s, arrays)
             program = VtaProgram(tuple(Region(n, int(b), r) for n, b, r in s["regions"]),
                                  tuple(Kernel.from_json(k) for k in s["kernels"]),
                                  arrays[f"{s['name']}/commands"])
@@ -169,7 +208,8 @@ def _model(manifest: dict, arrays: dict, cfg: VTAConfig) -> CompiledModel:
             if image.config != cfg:
                 raise BinaryError(f"segment {s['name']} was linked for {image.config.key}, "
                                   f"the binary says {cfg.key}")
-            segments.append(VtaSegment(s["name"], op, Schedule.from_json(s["schedule"]),
+            sched = None if s["schedule"] is None else Schedule.from_json(s["schedule"])
+            segments.append(VtaSegment(s["name"], op, sched,
                                        program, tuple(s["inputs"]), s["output"], image))
         else:
             fn = None

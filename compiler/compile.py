@@ -20,5 +20,5 @@ def compile_module(mod: IRModule, params: dict | None = None,
     :class:`~compiler.schedule.Schedule` values; other operators get the cost model's choice.
     """
     cfg = load_config(config)
-    mod = partition_for_vta(prepare(mod, params))
+    mod = partition_for_vta(prepare(mod, params), cfg)
     return build_graph(mod["main"], cfg, schedules)

@@ -14,7 +14,7 @@ from isa.program import Program, StreamBuilder, load_program, save_program
 from .operators import ConvGeometry
 from .program import VtaProgram
 
-__all__ = ["to_program", "run_linked", "program_bytes", "program_from_bytes", "region_shapes"]
+__all__ = ["to_program", "build_program", "run_linked", "program_bytes", "program_from_bytes", "region_shapes"]
 
 
 def region_shapes(geo: ConvGeometry) -> dict[str, tuple]:
@@ -31,16 +31,20 @@ def region_shapes(geo: ConvGeometry) -> dict[str, tuple]:
 
 
 def to_program(geo: ConvGeometry, lowered: VtaProgram, name: str) -> Program:
-    """The relocatable :class:`isa.program.Program` of one VTA operator: packed weights and
+    """The relocatable :class:`isa.program.Program` of one convolution: packed weights and
     constants attached as parameters, the data (and residual) as inputs, ``out`` as output."""
-    b = StreamBuilder(geo.cfg, name=name)
-    shapes = region_shapes(geo)
+    return build_program(geo.cfg, lowered, region_shapes(geo),
+                         {"weights": geo.packed_weight, "consts": geo.packed_consts}, name)
+
+
+def build_program(cfg, lowered: VtaProgram, shapes: dict, params: dict, name: str) -> Program:
+    """Replay ``lowered`` on a :class:`isa.program.StreamBuilder`: parameter regions get
+    ``params`` (already in DRAM layout), input and output regions the int8 ``shapes``."""
+    b = StreamBuilder(cfg, name=name)
     regions = {}
     for r in lowered.regions:
-        if r.name == "weights":
-            regions[r.name] = b.parameter("weights", geo.packed_weight)
-        elif r.name == "consts":
-            regions[r.name] = b.parameter("consts", geo.packed_consts)
+        if r.role == "param":
+            regions[r.name] = b.parameter(r.name, params[r.name])
         elif r.role == "input":
             regions[r.name] = b.input(r.name, shapes[r.name], np.int8)
         else:

@@ -20,12 +20,14 @@ from relay.ir import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from relay.ty import TensorType
 
 from .errors import UnsupportedOperator
-from .emit import to_program
+from .emit import build_program, to_program
 from .lower import lower_conv
 from .operators import ConvOp, geometry
 from .partition import vta_operator
 from .program import VtaProgram
 from .schedule import Schedule, choose, estimate
+from .transpose import TransposeOp, lower_transpose
+from .vector import EltwiseOp, PoolOp, lower_eltwise, lower_pool
 
 __all__ = ["TensorInfo", "VtaSegment", "CpuSegment", "CompiledModel", "build_graph"]
 
@@ -141,7 +143,7 @@ class _Builder:
         info = self.tensors[packed]
         seg = self.vta_of[packed]
         n, o, oh, ow = seg.op.out_shape
-        shape = (n, o) if seg.op.kind == "dense" else (n, o, oh, ow)
+        shape = (n, o) if getattr(seg.op, "kind", "") == "dense" else (n, o, oh, ow)
         out = self.tensor(shape, seg.op.out_dtype)
         self.segments.append(CpuSegment(self.seg_name("cpu"), "unpack", (packed,), out,
                                         {"shape": list(shape), "planes": info.layout == "planes"}))
@@ -171,21 +173,41 @@ class _Builder:
         cfg = self.cfg
         name = self.seg_name("vta")
         op = vta_operator(call.op, name)
-        geo = geometry(op, cfg)
-        sched = self.schedules.get(_workload_key(op)) or choose(geo)
-        program = lower_conv(geo, sched)
-        inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
-        if op.residual:
-            inputs.append(self.get_packed(call.args[1], op.out_shape, cfg.block_out))
+        sched = None
+        if isinstance(op, ConvOp):
+            geo = geometry(op, cfg)
+            sched = self.schedules.get(_workload_key(op)) or choose(geo)
+            program = lower_conv(geo, sched)
+            image = to_program(geo, program, name)
+            inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
+            if op.residual:
+                inputs.append(self.get_packed(call.args[1], op.out_shape, cfg.block_out))
+        elif isinstance(op, TransposeOp):
+            program, geos, sched = lower_transpose(op, cfg,
+                                                   self.schedules.get(_workload_key(op)))
+            inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
+            shapes = {"data": self.tensors[inputs[0]].shape}
+            params = {f"weights{k}": g.packed_weight for k, g in enumerate(geos)}
+            params["consts"] = geos[0].packed_consts
+        else:
+            program = (lower_pool(op, cfg) if isinstance(op, PoolOp)
+                       else lower_eltwise(op, cfg))
+            inputs = [self.get_packed(a, op.data_shape, cfg.block_out) for a in call.args]
+            shapes = {"data": self.tensors[inputs[0]].shape}
+            params = {}
+            if len(inputs) > 1:
+                shapes["data2"] = self.tensors[inputs[1]].shape
         n, o, oh, ow = op.out_shape
-        shape = (geo.nb, geo.ob, oh, ow, cfg.batch, cfg.block_out)
+        shape = (-(-n // cfg.batch), -(-o // cfg.block_out), oh, ow, cfg.batch, cfg.block_out)
         if op.out_dtype == "int32":
             out = self.tensor((4,) + shape, "int8", "planes")
         else:
             out = self.tensor(shape, "int8", "packed")
+        if not isinstance(op, ConvOp):
+            shapes["out"] = self.tensors[out].shape
+            image = build_program(cfg, program, shapes, params, name)
         self.packed_shape4[out] = op.out_shape
-        seg = VtaSegment(name, op, sched, program, tuple(inputs), out,
-                         to_program(geo, program, name))
+        seg = VtaSegment(name, op, sched, program, tuple(inputs), out, image)
         self.vta_of[out] = seg
         self.segments.append(seg)
         self.packed[id(call)] = out
@@ -248,7 +270,8 @@ def _workload_key(op: ConvOp) -> str:
     return workload_key(op)
 
 
-def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None) -> CompiledModel:
+def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None
+                ) -> CompiledModel:
     """Segments of a partitioned ``@main``, in execution order. Guarantees: every operator call
     of ``@main`` is in exactly one segment; VTA operators get a schedule (``schedules`` maps
     workload keys to tuned ones, the cost model's choice otherwise) and their program."""

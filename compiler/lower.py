@@ -68,31 +68,54 @@ def _alu_rows(p: ProgramBuilder, op: AluOp, dst: int, rows: int, *, imm=None, sr
 def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
     """The program of ``geo`` under schedule ``s`` (which must fit)."""
     check_fits(geo, s)
-    cfg, op = geo.cfg, geo.op
     p = ProgramBuilder()
     sizes = region_bytes(geo)
     reg = {name: p.region(name, sizes[name], role) for name, role in (
         ("data", "input"), ("residual", "input"), ("weights", "param"), ("consts", "param"),
         ("out", "output")) if name in sizes}
+    _emit_conv(p, geo, s, reg, _Counters())
+    return p.build()
+
+
+class _Counters:
+    """Load units and tiles emitted so far (the token pattern runs on across phases)."""
+
+    def __init__(self):
+        self.unit = self.tile = 0
+
+
+def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, s.th, s.tw)
+    return s.tb * s.tci * ih * iw, s.tco * s.tci * kh * kw, acc_rows(geo, s)
+
+
+def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: _Counters,
+               placement: tuple | None = None, halves: tuple | None = None) -> None:
+    """Emit ``geo``'s tiles. ``placement`` = (OH, OW, ry, rx, sy, sx) writes output pixel
+    (y, x) at (ry + sy y, rx + sx x) of an OH x OW result (the phases of a transposed
+    convolution); ``halves`` fixes the SRAM half sizes (the largest of several phases)."""
+    cfg, op = geo.cfg, geo.op
     h, w = geo.hw
     oh, ow = geo.out_hw
     kh, kw = geo.kernel
     (sh, sw), (dh, dw) = op.strides, op.dilation
     pt, pl, _, _ = op.padding
-    ih_max, iw_max = input_window(geo, s.th, s.tw)
-    inp_half = s.tb * s.tci * ih_max * iw_max
-    wgt_half = s.tco * s.tci * kh * kw
+    inp_half, wgt_half, acc_half = halves or _halves(geo, s)
     r_max = s.tb * s.tco * s.th * s.tw
-    acc_half = acc_rows(geo, s)
     planes = 4 if op.out_dtype == "int32" else 1
-    plane_elems = geo.out_elems
+    full_h, full_w, ry, rx, sy, sx = placement or (oh, ow, 0, 0, 1, 1)
+    plane_elems = geo.nb * geo.ob * full_h * full_w
+    # The byte planes of a tile consume their own store->compute tokens, so no token of an
+    # earlier tile may still be waiting: with planes, each tile waits for the last store.
+    reuse = 1 if planes > 1 else s.vt
     nconst = len(op.consts)
 
-    unit = tile = 0
     tiles = itertools.product(range(geo.groups), _ranges(geo.nb, s.tb), _ranges(geo.obg, s.tco),
                               _ranges(oh, s.th), _ranges(ow, s.tw))
     for g, (nb0, tb), (o0, tco), (oy0, th), (ox0, tw) in tiles:
         ob0 = g * geo.obg + o0
+        unit, tile = n.unit, n.tile
         half = tile % s.vt
         acc_base = half * acc_half
         res_base = acc_base + r_max
@@ -106,7 +129,8 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
         p.unit_begin()
         chunks = [] if empty else _ranges(geo.cbg, s.tci)
         if not chunks:
-            p.pop("store", "compute") if tile >= s.vt else None
+            if tile >= reuse:
+                p.pop("store", "compute")
             p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
         for k, (c0, tci) in enumerate(chunks):
             ihalf = unit % s.vt
@@ -126,13 +150,14 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
             # ---- compute
             p.pop("load", "compute")
             if k == 0:
-                if tile >= s.vt:
+                if tile >= reuse:
                     p.pop("store", "compute")
                 p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
             _gemm(p, s.layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw,
                   kh, kw, sh, sw, dh, dw)
             p.push("compute", "load")
             unit += 1
+            n.unit = unit
         # ---- tail
         if nconst:
             p.load(MemType.ACC, const_base, reg["consts"], ob0, x_size=tco, y_size=nconst,
@@ -160,13 +185,18 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
                 p.push("compute", "store")
             p.pop("compute", "store")
             for o, b in itertools.product(range(tco), range(tb)):
-                p.store(acc_base + (o * tb + b) * th * tw, reg["out"], plane * plane_elems
-                        + (((nb0 + b) * geo.ob + ob0 + o) * oh + oy0) * ow + ox0,
-                        x_size=tw, y_size=th, x_stride=ow)
+                row = acc_base + (o * tb + b) * th * tw
+                first = plane * plane_elems + ((nb0 + b) * geo.ob + ob0 + o) * full_h * full_w
+                if placement is None:
+                    p.store(row, reg["out"], first + oy0 * ow + ox0, x_size=tw, y_size=th,
+                            x_stride=ow)
+                    continue
+                for y in range(th):     # every sx-th element of an output row
+                    p.store(row + y * tw, reg["out"], first + (ry + sy * (oy0 + y)) * full_w
+                            + rx + sx * ox0, x_size=1, y_size=tw, x_stride=sx)
             p.push("store", "compute")
         p.unit_end()
-        tile += 1
-    return p.build()
+        n.tile += 1
 
 
 def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,

@@ -78,6 +78,51 @@ def _anchor_ok(e) -> bool:
     return len(tx.shape) == 2
 
 
+def _transpose_ok(e) -> bool:
+    """conv2d_transpose of int8 data by an int8 constant IOHW weight into int32 (NCHW)."""
+    if not _is_op(e, "nn.conv2d_transpose"):
+        return False
+    x, w = e.args
+    tx, ty = _ttype(x), _ttype(e)
+    a = _attrs(e)
+    return (tx is not None and ty is not None and tx.dtype == "int8" and ty.dtype == "int32"
+            and isinstance(w, Constant) and w.data.dtype == np.int8
+            and a["data_layout"] == "NCHW" and a["kernel_layout"] == "IOHW"
+            and a.get("out_layout", "") in ("", "NCHW"))
+
+
+def _int8(e) -> bool:
+    t = _ttype(e)
+    return t is not None and t.dtype == "int8" and not isinstance(e, Constant)
+
+
+def _pool_ok(e) -> bool:
+    """int8 NCHW max / average (count_include_pad or no padding) / global average pooling."""
+    if not (_is_op(e, "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")
+            and _int8(e.args[0]) and len(_ttype(e.args[0]).shape) == 4):
+        return False
+    a = _attrs(e)
+    if a["layout"] != "NCHW" or a.get("out_layout", "") not in ("", "NCHW"):
+        return False
+    if e.op.name == "nn.global_avg_pool2d":
+        return True
+    if a["ceil_mode"]:
+        return False
+    from relay.op._common import padding4
+    return e.op.name == "nn.max_pool2d" or a["count_include_pad"] or not any(
+        padding4(a["padding"]))
+
+
+def _eltwise_ok(e) -> bool:
+    """add / multiply of two int8 tensors of one 4-D shape, widened to int32."""
+    if not _is_op(e, "add", "multiply") or len(e.args) != 2:
+        return False
+    a, b = e.args
+    return (all(_is_op(x, "cast") and _attrs(x)["dtype"] == "int32" and _int8(x.args[0])
+                for x in (a, b))
+            and _ttype(a.args[0]) == _ttype(b.args[0]) and len(_ttype(a).shape) == 4)
+
+
 def _channel_vector(c: np.ndarray, channels: int, rank: int) -> np.ndarray | None:
     """A constant that broadcasts along the channel axis only, as a (channels,) vector."""
     if c.ndim == 0:
@@ -93,8 +138,10 @@ def _channel_vector(c: np.ndarray, channels: int, rank: int) -> np.ndarray | Non
 class _Tail:
     """The tail being absorbed: steps, constant vectors, the residual input."""
 
-    def __init__(self, channels: int, rank: int):
-        self.channels, self.rank = channels, rank
+    def __init__(self, channels: int, rank: int, *, imm_only: bool = False,
+                 residual: bool = True):
+        self.channels, self.rank, self.imm_only = channels, rank, imm_only
+        self.allow_residual = residual and not imm_only
         self.steps: list[TailOp] = []
         self.consts: list[np.ndarray] = []
         self.residual = None
@@ -104,6 +151,8 @@ class _Tail:
         if c.ndim == 0 and IMM_RANGE[0] <= int(c) <= IMM_RANGE[1]:
             self.steps.append(TailOp(alu, imm=int(c)))
             return True
+        if self.imm_only:
+            return False
         v = _channel_vector(c, self.channels, self.rank)
         if v is None:
             return False
@@ -144,7 +193,8 @@ class _Tail:
             c = _const_int(o)
             if c is not None:
                 return "more" if self.operand(alu, c) else None
-            if (name == "add" and self.residual is None and _is_op(o, "cast")
+            if (name == "add" and self.residual is None and self.allow_residual
+                    and _is_op(o, "cast")
                     and _attrs(o)["dtype"] == "int32" and _ttype(o.args[0]) is not None
                     and _ttype(o.args[0]).dtype == "int8" and _ttype(o) == _ttype(cur)):
                 self.residual = o.args[0]
@@ -175,15 +225,24 @@ def _users(body) -> dict[int, list]:
     return users
 
 
-def _chains(body) -> dict[int, tuple]:
-    """id(last node) -> (anchor, last node, tail, residual) for every VTA operator."""
+def _chains(body, cfg=None) -> dict[int, tuple]:
+    """id(last node) -> (anchor, last node, tail) for every VTA operator."""
     users = _users(body)
     chains = {}
     for n in post_order(body):
-        if not _anchor_ok(n):
+        if _pool_ok(n):
+            if cfg is None or _pool_fits(n, cfg):
+                chains[id(n)] = (n, n, _Tail(0, 4))
             continue
-        ty = _ttype(n)
-        tail = _Tail(ty.shape[1], len(ty.shape))
+        if _anchor_ok(n):
+            ty = _ttype(n)
+            tail = _Tail(ty.shape[1], len(ty.shape))
+        elif _transpose_ok(n):
+            tail = _Tail(_ttype(n).shape[1], 4, residual=False)
+        elif _eltwise_ok(n):
+            tail = _Tail(_ttype(n).shape[1], 4, imm_only=True)
+        else:
+            continue
         cur = n
         while True:
             us = users.get(id(cur), [])
@@ -204,6 +263,29 @@ def _chains(body) -> dict[int, tuple]:
     return chains
 
 
+def _pool_fits(call, cfg) -> bool:
+    from .errors import DoesNotFit
+    from .vector import check_pool
+    try:
+        check_pool(_pool_op(call, "probe"), cfg)
+        return True
+    except DoesNotFit:
+        return False
+
+
+def _pool_op(call, name):
+    from relay.op._common import pair, padding4
+
+    from .vector import PoolOp
+    shape = tuple(_ttype(call.args[0]).shape)
+    if call.op.name == "nn.global_avg_pool2d":
+        return PoolOp(name, "avg", shape, shape[2:])
+    a = _attrs(call)
+    return PoolOp(name, "max" if call.op.name == "nn.max_pool2d" else "avg", shape,
+                  tuple(pair(a["pool_size"], "pool_size")), tuple(pair(a["strides"], "strides")),
+                  tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")))
+
+
 class _Partition(ExprMutator):
     def __init__(self, chains):
         super().__init__()
@@ -215,10 +297,16 @@ class _Partition(ExprMutator):
         if chain is None:
             return super().visit_call(e)
         anchor, last, tail = chain
-        data = anchor.args[0]
-        p_data = Var("data", _ttype(data))
-        params, args = [p_data], [self.visit(data)]
-        subst = {id(data): p_data}
+        if _eltwise_ok(anchor) and not _anchor_ok(anchor):
+            inputs = [("data", anchor.args[0].args[0]), ("data2", anchor.args[1].args[0])]
+        else:
+            inputs = [("data", anchor.args[0])]
+        params, args, subst = [], [], {}
+        for pname, node in inputs:
+            v = Var(pname, _ttype(node))
+            params.append(v)
+            args.append(self.visit(node))
+            subst[id(node)] = v
         if tail.residual is not None:
             p_res = Var("residual", _ttype(tail.residual))
             params.append(p_res)
@@ -244,15 +332,17 @@ class _Rebuild(ExprMutator):
         return super().visit(e)
 
 
-def partition_for_vta(mod: IRModule) -> IRModule:
+def partition_for_vta(mod: IRModule, cfg=None) -> IRModule:
     """Fusion and partition. Guarantees: every int8 x int8 -> int32 ``nn.conv2d`` (NCHW/OIHW)
-    and ``nn.dense`` with a constant weight, with the longest tail of absorbable element-wise
-    steps whose intermediate results have no other user, is replaced by a call of a function
-    with ``Compiler="vta"`` taking the data (and the residual) as parameters; nothing else
+    and ``nn.dense`` with a constant weight, and every int32 ``add`` / ``multiply`` of two
+    widened int8 tensors, with the longest tail of absorbable element-wise steps whose
+    intermediate results have no other user, and every int8 max / average / global average
+    pooling (that fits ``cfg``'s accumulator when ``cfg`` is given), is replaced by a call of a
+    function with ``Compiler="vta"`` taking its tensor inputs as parameters; nothing else
     changes, so the program means exactly what it meant (the Relay interpreter runs both)."""
     mod = infer_type(mod)
     main = mod["main"]
-    chains = _chains(main.body)
+    chains = _chains(main.body, cfg)
     body = _Partition(chains).visit(main.body)
     return infer_type(mod.with_function("main", Function(main.params, body, None,
                                                          main.type_params, main.attrs)))
@@ -267,7 +357,34 @@ def vta_functions(expr) -> list[Call]:
 def vta_operator(fn: Function, name: str) -> ConvOp:
     """The :class:`ConvOp` of one partitioned function (its chain walked from the anchor)."""
     order = [n for n in post_order(fn.body) if isinstance(n, Call)]
-    anchor = next(n for n in order if _is_op(n, "nn.conv2d", "nn.dense"))
+    if _pool_ok(fn.body):
+        return _pool_op(fn.body, name)
+    anchor = next((n for n in order if _is_op(n, "nn.conv2d", "nn.dense")), None)
+    transpose = next((n for n in order if _transpose_ok(n)), None)
+    if transpose is not None:
+        tail = _Tail(_ttype(transpose).shape[1], 4, residual=False)
+        for prev, n in zip(order[order.index(transpose):], order[order.index(transpose) + 1:]):
+            if tail.absorb(n, prev) is None:
+                raise CompileError(f"{name}: cannot lower {n.op.name} in a VTA operator")
+        from relay.op._common import pair, padding4
+
+        from .transpose import TransposeOp
+        a = _attrs(transpose)
+        return TransposeOp(name, tuple(_ttype(transpose.args[0]).shape), transpose.args[1].data,
+                           tuple(pair(a["strides"], "strides")), tuple(padding4(a["padding"])),
+                           tuple(pair(a["output_padding"], "output_padding")),
+                           tuple(pair(a["dilation"], "dilation")), a["groups"],
+                           tuple(tail.steps), tuple(tail.consts), _ttype(fn.body).dtype)
+    if anchor is None:
+        anchor = next(n for n in order if _eltwise_ok(n))
+        tail = _Tail(_ttype(anchor).shape[1], 4, imm_only=True)
+        for n in order[order.index(anchor) + 1:]:
+            if tail.absorb(n, order[order.index(n) - 1]) is None:
+                raise CompileError(f"{name}: cannot lower {n.op.name} in a VTA operator")
+        from .vector import EltwiseOp
+        return EltwiseOp(name, "ADD" if anchor.op.name == "add" else "MUL",
+                         tuple(_ttype(anchor).shape), tuple(tail.steps),
+                         _ttype(fn.body).dtype)
     ty = _ttype(anchor)
     tail = _Tail(ty.shape[1], len(ty.shape))
     cur = anchor

@@ -7,7 +7,9 @@ import numpy as np
 
 from .operators import ConvOp
 
-__all__ = ["reference_conv"]
+__all__ = ["reference_conv", "apply_tail", "wrap32"]
+
+wrap32 = None  # set below
 
 
 def _conv_direct(x: np.ndarray, w: np.ndarray, strides, padding, dilation, groups) -> np.ndarray:
@@ -40,6 +42,13 @@ def reference_conv(op: ConvOp, x: np.ndarray, residual: np.ndarray | None = None
     """The operator's result: NCHW (or N x units for dense) in ``op.out_dtype``."""
     x4 = x.reshape(op.data_shape).astype(np.int64)
     y = _wrap32(_conv_direct(x4, op.weight, op.strides, op.padding, op.dilation, op.groups))
+    out = apply_tail(op, y, residual)
+    return out.reshape(op.out_shape[:2]) if op.kind == "dense" else out
+
+
+def apply_tail(op, y: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
+    """The int32 tail of ``op`` on ``y`` (int64 values already wrapped to int32), then the
+    narrowing to ``op.out_dtype``."""
     for t in op.tail:
         if t.residual:
             b = residual.reshape(y.shape).astype(np.int64)
@@ -60,4 +69,7 @@ def reference_conv(op: ConvOp, x: np.ndarray, residual: np.ndarray | None = None
     out = y.astype(np.int32)
     if op.out_dtype == "int8":
         out = out.astype(np.int8)    # truncation, like the narrowing STORE
-    return out.reshape(op.out_shape[:2]) if op.kind == "dense" else out
+    return out
+
+
+wrap32 = _wrap32

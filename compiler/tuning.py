@@ -13,10 +13,10 @@ from .operators import ConvOp
 __all__ = ["workload_key", "TuningCache", "measure", "tune_op", "tune_module"]
 
 
-def workload_key(op: ConvOp) -> str:
+def workload_key(op) -> str:
     """What decides a schedule: shapes, strides, padding, dilation, groups, the tail's shape
     (not its constants' values) and the result type."""
-    desc = {"kind": op.kind, "data": list(op.data_shape), "weight": list(op.weight.shape),
+    desc = {"kind": op.kind, "output_padding": list(getattr(op, "output_padding", ())), "data": list(op.data_shape), "weight": list(op.weight.shape),
             "strides": list(op.strides), "padding": list(op.padding),
             "dilation": list(op.dilation), "groups": op.groups, "out": op.out_dtype,
             "tail": [[t.alu, t.imm is not None, t.const is not None, t.residual]
@@ -114,10 +114,12 @@ def tune_module(mod, params, cfg, *, cache: TuningCache | None = None, top: int 
     cached): a {workload key: Schedule} mapping for :func:`compiler.compile.compile_module`."""
     from .partition import partition_for_vta, prepare, vta_functions, vta_operator
     cache = TuningCache() if cache is None else cache
-    part = partition_for_vta(prepare(mod, params))
+    part = partition_for_vta(prepare(mod, params), cfg)
     out = {}
     for i, call in enumerate(vta_functions(part["main"].body)):
         op = vta_operator(call.op, f"vta{i}")
+        if not isinstance(op, ConvOp):
+            continue            # pools and element-wise operators have one schedule
         s = cache.get(cfg, op)
         if s is None:
             s, cycles = tune_op(op, cfg, top=top)

@@ -43,6 +43,7 @@ def prepare(tmp_path, name, seed=0, config="default"):
 @pytest.mark.parametrize("name,backend,config", [
     ("requant_chain.rly", "functional", "default"), ("requant_chain.rly", "cycle", "small"),
     ("resnet_like.rly", "functional", "small"), ("resnet_like.rly", "cycle", "default"),
+    ("dcgan_like.rly", "functional", "default"), ("dcgan_like.rly", "cycle", "small"),
 ])
 def test_compiled_program_matches_the_interpreter(tmp_path, capsys, name, backend, config):
     mod, binary, x, ref, xname = prepare(tmp_path, name, config=config)
@@ -85,8 +86,9 @@ def test_inspect_lists_every_segment(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "input  data: int8[2, 3, 12, 12]" in text
     assert "output output_0" in text and "int32[2, 10]" in text
-    assert text.count(" vta  ") == 6
-    assert "relay nn.max_pool2d" in text and "relay nn.batch_flatten" in text
+    assert text.count(" vta  ") == 7          # 6 conv2d/dense and the max pool
+    assert "vta  max_pool 3x3/3 on 32x3x3 -> int8" in text
+    assert "relay nn.batch_flatten" in text
 
 
 def test_bad_binaries_are_refused_before_running(tmp_path, capsys):

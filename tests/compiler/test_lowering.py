@@ -72,6 +72,9 @@ def _check(cfg, op, x, res, schedule=None, backend="functional"):
     stats = RunStats()
     out = run_conv(backend, geo, program, x, res, stats)
     np.testing.assert_array_equal(out, reference_conv(op, x, res))
+    if op.out_dtype == "int32" and backend == "functional":
+        for image in stats.images:      # the byte planes' token pattern
+            find_race(image, schedules=3)
     return stats
 
 
@@ -180,3 +183,123 @@ def test_padding_beyond_the_dma_limit_is_an_error():
                 padding=(16, 0, 0, 0))
     with pytest.raises(CompileError, match="padding .* exceeds the load DMA's limit of 15"):
         geometry(op, load_config("default"))
+
+
+# ------------------------------------------------------------------ pools and element-wise
+
+def _run_vector(cfg, program, arrays, out_shape4, planes=False):
+    from compiler.emit import build_program, run_linked
+    from compiler.packing import planes_to_int32, unpack_activation
+    n, c, oh, ow = out_shape4
+    shape = (-(-n // cfg.batch), -(-c // cfg.block_out), oh, ow, cfg.batch, cfg.block_out)
+    shapes = {k: v.shape for k, v in arrays.items()}
+    shapes["out"] = ((4,) + shape) if planes else shape
+    image = build_program(cfg, program, shapes, {}, "t")
+    stats = RunStats()
+    raw = run_linked(image, arrays, __import__("driver").get_backend("functional"), stats)
+    for im in stats.images:
+        find_race(im, schedules=3)
+    return unpack_activation(planes_to_int32(raw) if planes else raw, n, c)
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_random_pools_are_bit_exact(cfg_name):
+    from compiler.packing import pack_activation
+    from compiler.vector import PoolOp, check_pool, lower_pool, reference_pool
+    cfg = load_config(cfg_name)
+
+    @SETTINGS
+    @given(st.sampled_from(["max", "avg"]), st.integers(1, 3), st.integers(1, 3),
+           st.integers(1, 2), st.integers(1, 2), st.tuples(*[st.integers(0, 1)] * 4),
+           st.integers(1, 2), st.integers(1, 20), st.integers(3, 9), st.integers(3, 9),
+           st.integers(0, 99))
+    def run(kind, kh, kw, sh, dw, pads, n, c, h, w, seed):
+        rng = np.random.default_rng(seed)
+        x = rng.integers(-128, 128, (n, c, h, w)).astype(np.int8)
+        op = PoolOp("p", kind, x.shape, (kh, kw), (sh, 1), pads, (1, dw))
+        try:
+            check_pool(op, cfg)
+        except DoesNotFit:
+            return
+        out = _run_vector(cfg, lower_pool(op, cfg), {"data": pack_activation(
+            x, cfg.batch, cfg.block_out)}, op.out_shape)
+        np.testing.assert_array_equal(out, reference_pool(op, x))
+    run()
+
+
+def test_global_average_pool_divisions():
+    from compiler.packing import pack_activation
+    from compiler.vector import PoolOp, divider, lower_pool, reference_pool
+    cfg = load_config("default")
+    rng = np.random.default_rng(4)
+    for hw in (3, 5, 7, 8):
+        x = rng.integers(-128, 128, (1, 20, hw, hw)).astype(np.int8)
+        x[0, 0] = -128      # the extremes of the sum
+        x[0, 1] = 127
+        op = PoolOp("g", "avg", x.shape, (hw, hw))
+        out = _run_vector(cfg, lower_pool(op, cfg), {"data": pack_activation(x, 1, 16)},
+                          op.out_shape)
+        np.testing.assert_array_equal(out, reference_pool(op, x))
+    assert divider(3136) is None        # 56 x 56: no exact 32-bit scheme, stays on the CPU
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+@pytest.mark.parametrize("alu,out_dtype", [("ADD", "int8"), ("MUL", "int32")])
+def test_int8_elementwise(cfg_name, alu, out_dtype):
+    from compiler.packing import pack_activation
+    from compiler.vector import EltwiseOp, lower_eltwise, reference_eltwise
+    cfg = load_config(cfg_name)
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-128, 128, (2, 9, 5, 7)).astype(np.int8) for _ in range(2))
+    tail = (TailOp("ADD", imm=3), TailOp("SHR", imm=1)) + (
+        (TailOp("MAX", imm=-128), TailOp("MIN", imm=127)) if out_dtype == "int8" else ())
+    op = EltwiseOp("e", alu, a.shape, tail, out_dtype)
+    out = _run_vector(cfg, lower_eltwise(op, cfg), {
+        "data": pack_activation(a, cfg.batch, cfg.block_out),
+        "data2": pack_activation(b, cfg.batch, cfg.block_out)}, a.shape, out_dtype == "int32")
+    np.testing.assert_array_equal(out, reference_eltwise(op, a, b))
+
+
+# ------------------------------------------------------------------ conv2d_transpose
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+@pytest.mark.parametrize("c,o,k,s,pad,out_pad,dil,groups,out_dtype", [
+    (16, 16, 4, 2, (1, 1, 1, 1), (0, 0), 1, 1, "int8"),       # DCGAN
+    (5, 7, 3, 2, (0, 1, 2, 0), (1, 0), 1, 1, "int32"),
+    (8, 8, 3, 3, (1, 1, 1, 1), (2, 1), 2, 1, "int8"),         # dilation: phases without taps
+    (32, 32, 4, 2, (1, 1, 1, 1), (0, 0), 1, 2, "int8"),       # groups of whole blocks
+    (4, 4, 1, 2, (0, 0, 0, 0), (1, 1), 1, 1, "int8"),
+])
+def test_conv2d_transpose_by_phases(cfg_name, c, o, k, s, pad, out_pad, dil, groups, out_dtype):
+    from relay.op.nn import conv2d_transpose_nchw
+    from compiler.emit import build_program, run_linked
+    from compiler.packing import pack_activation, planes_to_int32, unpack_activation
+    from compiler.transpose import TransposeOp, lower_transpose, reference_transpose
+    cfg = load_config(cfg_name)
+    rng = np.random.default_rng(c * 31 + k)
+    x = rng.integers(-128, 128, (2, c, 5, 4)).astype(np.int8)
+    w = rng.integers(-128, 128, (c, o // groups, k, k)).astype(np.int8)
+    bias = rng.integers(-999, 999, o).astype(np.int32)
+    tail = (TailOp("ADD", const=0),) + ((TailOp("SHR", imm=6), TailOp("MAX", imm=-128),
+                                          TailOp("MIN", imm=127)) if out_dtype == "int8" else ())
+    op = TransposeOp("t", x.shape, w, (s, s), pad, out_pad, (dil, dil), groups, tail, (bias,),
+                     out_dtype)
+    # the two references agree on the convolution itself
+    bare = TransposeOp("t", x.shape, w, (s, s), pad, out_pad, (dil, dil), groups, (), (), "int32")
+    np.testing.assert_array_equal(reference_transpose(bare, x), conv2d_transpose_nchw(
+        x, w, (s, s), pad, out_pad, (dil, dil), groups, "int32"))
+    program, geos, _ = lower_transpose(op, cfg)
+    params = {f"weights{i}": g.packed_weight for i, g in enumerate(geos)}
+    params["consts"] = geos[0].packed_consts
+    n, _, oh, ow = op.out_shape
+    shape = (geos[0].nb, geos[0].ob, oh, ow, cfg.batch, cfg.block_out)
+    shapes = {"data": (geos[0].nb, geos[0].cb, 5, 4, cfg.batch, cfg.block_in),
+              "out": ((4,) + shape) if out_dtype == "int32" else shape}
+    image = build_program(cfg, program, shapes, params, "t")
+    stats = RunStats()
+    raw = run_linked(image, {"data": pack_activation(x, cfg.batch, cfg.block_in)},
+                     __import__("driver").get_backend("functional"), stats)
+    out = unpack_activation(planes_to_int32(raw) if out_dtype == "int32" else raw, n, o)
+    np.testing.assert_array_equal(out, reference_transpose(op, x))
+    for im in stats.images:
+        find_race(im, schedules=2)

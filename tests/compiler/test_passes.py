@@ -18,7 +18,7 @@ def @main(%x: Tensor[(1, 4, 6, 6), int8], %r: Tensor[(1, 8, 6, 6), int8]) {
   %2 = add(%1, cast(%r, dtype="int32"));
   %3 = right_shift(add(%2, 8), 4);
   %4 = cast(clip(%3, a_min=-128f, a_max=127f), dtype="int8");
-  nn.max_pool2d(%4, pool_size=[2, 2])
+  nn.avg_pool2d(%4, pool_size=[2, 2], padding=[1, 1])
 }
 """
 
@@ -35,7 +35,7 @@ def @main(%x: Tensor[(1, 4, 6, 6), int8], %r: Tensor[(1, 8, 6, 6), int8]) {
     cast(%6, dtype="int8")
   };
   %8 = %7(%x, %r);
-  nn.max_pool2d(%8, pool_size=[2, 2])
+  nn.avg_pool2d(%8, pool_size=[2, 2], padding=[1, 1])
 }
 """
 
@@ -68,6 +68,30 @@ def test_partition_for_vta_before_after():
     op = vta_operator(call.op, "vta0")
     assert op.describe() == ("conv2d 4->8 3x3/1 on 6x6 [ADD const0, ADD residual, ADD 8, SHR 4, "
                              "MAX -128, MIN 127] -> int8")
+
+
+def test_partition_of_pools_and_int8_elementwise():
+    """Pools and add/multiply of two widened int8 tensors become VTA operators; an average
+    pool without count_include_pad over padding (a divisor per position) stays on the CPU."""
+    text = """#[version = "0.0.5"]
+def @main(%a: Tensor[(1, 8, 6, 6), int8], %b: Tensor[(1, 8, 6, 6), int8]) {
+  %0 = add(cast(%a, dtype="int32"), cast(%b, dtype="int32"));
+  %1 = cast(clip(right_shift(%0, 1), a_min=-128f, a_max=127f), dtype="int8");
+  %2 = nn.max_pool2d(%1, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]);
+  %3 = nn.global_avg_pool2d(%2);
+  %4 = nn.avg_pool2d(%1, pool_size=[3, 3], padding=[1, 1]);
+  (%3, %4)
+}
+"""
+    after = partition_for_vta(prepare(relay.parse(text)), load_config("default"))
+    ops = [vta_operator(c.op, "v").describe() for c in vta_functions(after["main"].body)]
+    assert ops == ["int8 add on [1, 8, 6, 6] [SHR 1, MAX -128, MIN 127] -> int8",
+                   "max_pool 3x3/2 on 8x6x6 -> int8", "avg_pool 3x3/1 on 8x3x3 -> int8"]
+    from compiler.graph import dataflow_order
+    from relay.ir import Call, Op
+    left = [n.op.name for n in dataflow_order(after["main"].body)
+            if isinstance(n, Call) and isinstance(n.op, Op)]
+    assert left == ["nn.avg_pool2d"]
 
 
 def test_partition_keeps_what_vta_cannot_run():
