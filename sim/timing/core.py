@@ -313,6 +313,10 @@ def _skip(self, until: int) -> None:
     self.t = until
 
 
+#: Beats into a burst (after the beat that moved) at which :class:`PeriodSkipper` looks for a
+#: period: after the first beat, over whole bursts (as they drain); after the next few, inside
+#: the burst (one beat or element, up to 4 elements per beat).
+_STREAM_OFFSETS = {1: 0, 2: 4, 3: 4, 5: 4}
 #: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD): observed every 4th.
 _PADDING = (2, 3, 5)
 
@@ -328,6 +332,7 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     periods = PeriodSkipper(self) if fast and not self.tracing else None
     self.periods = periods
     bursts = mem.bursts
+    rbeats = wbeats = 0
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
@@ -335,6 +340,12 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
         if periods is not None:
             if mem.bursts != bursts:
                 kind = 1                    # a command handed to the memory
+            elif mem.read_beats != rbeats and mem.reads and \
+                    mem.reads[0][2] - mem.reads[0][0] in _STREAM_OFFSETS:
+                kind = _STREAM_OFFSETS[mem.reads[0][2] - mem.reads[0][0]]   # 0 or 4
+            elif mem.write_beats != wbeats and mem.writes and \
+                    mem.writes[0][2] - mem.writes[0][0] in _STREAM_OFFSETS:
+                kind = 3 + _STREAM_OFFSETS[mem.writes[0][2] - mem.writes[0][0]] // 2  # 3 or 5
             else:                           # or writing padding zeros
                 la, ca = self.load.active, self.compute.active
                 kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
@@ -344,7 +355,9 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 bursts = mem.bursts
                 if jumped:
                     prev = None
+                    rbeats, wbeats = mem.read_beats, mem.write_beats
                     continue
+            rbeats, wbeats = mem.read_beats, mem.write_beats
         if fast:
             snap = self.snapshot()
             if snap == prev:

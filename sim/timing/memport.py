@@ -37,7 +37,7 @@ class MemoryTiming:
         self.bb = cfg.bus_bytes
         self.mb = cfg.max_burst_beats
         self.dram_size = dram_size
-        self.reads = deque()      # [beats left, first cycle] per read burst in flight
+        self.reads = deque()      # [beats left, first cycle, beats] per read burst in flight
         self.writes = deque()     # the same per write burst still taking data
         self.acks = deque()       # cycle of each pending wr_ack
         self.slot = 0
@@ -45,6 +45,8 @@ class MemoryTiming:
         self.bursts = 0
         self.read_beats = 0
         self.write_beats = 0
+        self.read_done = 0        # bursts completed
+        self.write_done = 0
         self.log = None     # list of [cycle, write, addr, beats, client, end] when tracing
         self._open = deque()    # tracing: log entries of bursts in flight (reads, then writes)
         self._open_w = deque()
@@ -87,7 +89,7 @@ class MemoryTiming:
     def read_command(self, t: int, addr: int, beats: int, client: int = 0) -> None:
         self.check(addr, beats, False)
         self.bursts += 1
-        self.reads.append([beats, t + self.latency])
+        self.reads.append([beats, t + self.latency, beats])
         if self.log is not None:
             entry = [t, False, addr, beats, client, None]
             self.log.append(entry)
@@ -96,7 +98,7 @@ class MemoryTiming:
     def write_command(self, t: int, addr: int, beats: int) -> None:
         self.check(addr, beats, True)
         self.bursts += 1
-        self.writes.append([beats, t + 1])
+        self.writes.append([beats, t + 1, beats])
         if self.log is not None:
             entry = [t, True, addr, beats, 3, None]
             self.log.append(entry)
@@ -108,6 +110,7 @@ class MemoryTiming:
         head[0] -= 1
         if head[0] == 0:
             self.reads.popleft()
+            self.read_done += 1
             if self.log is not None:
                 self._open.popleft()[5] = t + 1
         self.slot = t + self.k
@@ -119,6 +122,7 @@ class MemoryTiming:
         head[0] -= 1
         if head[0] == 0:
             self.writes.popleft()
+            self.write_done += 1
             self.acks.append(t + self.latency)
         self.slot = t + self.k
         self.write_turn = False
@@ -128,12 +132,57 @@ class MemoryTiming:
         if self.log is not None:
             self._open_w.popleft()[5] = t + 1
 
-    def state(self, t: int) -> tuple:
-        """Everything that decides the future, with times relative to ``t`` (times already
-        passed are all alike: clamped to 0)."""
-        return (tuple((b, max(f - t, 0)) for b, f in self.reads),
-                tuple((b, max(f - t, 0)) for b, f in self.writes),
-                tuple(a - t for a in self.acks), max(self.slot - t, 0), self.write_turn)
+    def state(self, t: int, tags) -> tuple:
+        """For :class:`~sim.timing.period.PeriodSkipper`: (exact, counting). Times are relative
+        to ``t`` (times already passed are all alike: clamped to 0). Each queue is its head
+        (the beats it has left: counting) and runs of equal bursts behind it (the first run's
+        length: counting); ``tags`` (the arbiter's client numbers) go with the reads."""
+        ex, cnt = [tuple(a - t for a in self.acks), max(self.slot - t, 0), self.write_turn], []
+        for q, who in ((self.reads, tags), (self.writes, None)):
+            if not q:
+                ex.append(None)
+                cnt += (0, 0)
+                continue
+            runs = []
+            for i, (b, f, n) in enumerate(q):
+                key = (b if i else n, max(f - t, 0), n, who[i] if who else 3)
+                if i > 1 and runs[-1][0] == key:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([key, 1])
+            ex.append((runs[0][0], len(runs), runs[1][0] if len(runs) > 1 else None,
+                       tuple((k, c) for k, c in runs[2:])))
+            cnt += (q[0][0], runs[1][1] if len(runs) > 1 else 0)
+        return tuple(ex), cnt
+
+    def set_state(self, t: int, counts, tags) -> None:
+        """Set what :meth:`state` counts (a jump, before :meth:`shift`): the heads' beats left
+        and the first runs' lengths (repeating the run's first burst)."""
+        head_r, run_r, head_w, run_w = counts
+        for q, head, run, who in ((self.reads, head_r, run_r, tags),
+                                  (self.writes, head_w, run_w, None)):
+            if not q:
+                continue
+            q[0][0] = head
+            if len(q) == 1:
+                continue
+
+            def key(i):
+                b, f, n = q[i]
+                return b, max(f - t, 0), n, who[i] if who is not None else 3
+            first = key(1)
+            n = 1
+            while n + 1 < len(q) and key(n + 1) == first:
+                n += 1
+            entry, tag = list(q[1]), who[1] if who is not None else None
+            for _ in range(n):
+                del q[1]
+                if who is not None:
+                    del who[1]
+            for _ in range(run):
+                q.insert(1, list(entry))
+                if who is not None:
+                    who.insert(1, tag)
 
     def shift(self, dt: int) -> None:
         """Move every time by ``dt`` (a jump over repeated periods)."""

@@ -88,13 +88,13 @@ class PeriodSkipper:
         mb = self.mb
         key = [core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
-               m.state(core.t), arb.ptr, tuple(arb.tags), arb.writes,
+               m.state(core.t, arb.tags)[0], arb.ptr,
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
                core.load.fsm, core.load.index, core.load.active is core.load.wgt,
                cp.fsm, cp.index, ident(cp.run), cp.loaders.index(cp.active),
-               st.fsm, st.index, st.valid, w.active, w.pending, w.ahead, w.sub, w.lane,
+               st.fsm, st.index, st.valid, w.active, w.sub, w.lane,
                w.iw.cur % mb, w.dw.cur % mb]
         for q in core.queues:
             key += (len(q.inner), q.head_valid, q.head[0] if q.head is not None else None,
@@ -115,10 +115,11 @@ class PeriodSkipper:
         st = core.store
         w = st.writer
         m = core.mem
-        out += (st.left, w.left, w.beat)
+        out += (st.left, w.left, w.beat, w.pending, w.ahead, core.arb.writes)
         for wk in (w.iw, w.dw):
             out += (wk.cur, wk.left, wk.row, wk.rows_left)
-        out += (m.bursts, m.read_beats, m.write_beats)
+        out += m.state(core.t, core.arb.tags)[1]
+        out += (m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done)
         out += core.counters.values()
         return out
 
@@ -134,9 +135,12 @@ class PeriodSkipper:
         w = st.writer
         m = core.mem
         st.left, w.left, w.beat = next(it), next(it), next(it)
+        w.pending, w.ahead, core.arb.writes = next(it), next(it), next(it)
         for wk in (w.iw, w.dw):
             wk.cur, wk.left, wk.row, wk.rows_left = next(it), next(it), next(it), next(it)
-        m.bursts, m.read_beats, m.write_beats = next(it), next(it), next(it)
+        m.set_state(core.t, [next(it) for _ in range(4)], core.arb.tags)
+        m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done = \
+            next(it), next(it), next(it), next(it), next(it)
         c = core.counters
         for k in c:
             c[k] = next(it)
@@ -173,8 +177,29 @@ class PeriodSkipper:
             if dleft or drow % self.block:
                 return -1
             m = _limit(v0[i + 3], v1[i + 3], drows, (0, 1), m)
-        elif dleft:
+        elif dleft:         # left < room, left == burst, left != 0 (room: mb − cur mod mb)
             m = _limit(v0[i + 1], v1[i + 1], dleft, self.burst_cuts, m)
+        return m
+
+    def _memory(self, v0, v1, d, i: int, m: int) -> int:
+        """Limit ``m`` for the memory's heads and first runs (see ``MemoryTiming.state``)."""
+        if m < 1:
+            return m
+        mem, n = self.core.mem, self.core.cfg.mem_outstanding
+        dhr, drr, dhw, drw = d[i:i + 4]
+        drdone, dwdone = d[i + 7], d[i + 8]
+        for dh, dr, ddone, h, q, acks in ((dhr, drr, drdone, i, mem.reads, 0),
+                                          (dhw, drw, dwdone, i + 2, mem.writes,
+                                           len(mem.acks))):
+            if dh:              # a head counting down: no burst may end in the period
+                if ddone:
+                    return -1
+                m = _limit(v0[h], v1[h], dh, (1, 2), m)
+            if dr:              # a run shrinking or growing: bursts end, heads repeat
+                if dh:
+                    return -1
+                others = len(q) - 1 - v1[h + 1] + acks
+                m = _limit(v0[h + 1], v1[h + 1], dr, (1, n - 1 - others), m)
         return m
 
     def _jump(self, t0, v0, t1, v1, max_cycles) -> bool:
@@ -208,13 +233,20 @@ class PeriodSkipper:
             if m < 1:
                 return False
             i += 10
-        dst_left, dw_left, dbeat = d[i:i + 3]
+        dst_left, dw_left, dbeat, dpend, dahead, dwrites = d[i:i + 6]
         if dst_left:
             m = _limit(v0[i], v1[i], dst_left, (0, 1), m)
-        m = self._walker(v0, v1, d, i + 3, m)
+        n = core.cfg.mem_outstanding
+        if dpend:               # write bursts unacknowledged: != 0, != N
+            m = _limit(v0[i + 3], v1[i + 3], dpend, (1, n), m)
+        if dahead:
+            m = _limit(v0[i + 4], v1[i + 4], dahead, (1,), m)
+        if dwrites:
+            m = _limit(v0[i + 5], v1[i + 5], dwrites, (1,), m)
+        m = self._walker(v0, v1, d, i + 6, m)
         if m < 1:
             return False
-        dcur, dleft, _, drows = d[i + 7:i + 11]
+        dcur, dleft, _, drows = d[i + 10:i + 14]
         if dw_left:
             if drows:
                 return False
@@ -222,8 +254,10 @@ class PeriodSkipper:
         if dbeat:           # no burst may end inside the period (the beat count restarts)
             if dcur or dleft or drows:
                 return False
-            m = _limit(v0[i + 2], v1[i + 2], dbeat, self.burst_cuts, m)
-        m = self._walker(v0, v1, d, i + 7, m)
+            b = core.store.writer.dw.burst()     # the burst does not change: beat == b − 1
+            m = _limit(v0[i + 2], v1[i + 2], dbeat, (b - 1, b), m)
+        m = self._walker(v0, v1, d, i + 10, m)
+        m = self._memory(v0, v1, d, i + 14, m)
         run = core.compute.run
         if run is not None:
             for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):
