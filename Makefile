@@ -3,26 +3,28 @@
 #   make sim [SIM=rtl]       the main job on the default configuration
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
+#   make bitstream [BOARD= CONFIG=]  an FPGA bitstream and its report in bitstreams/
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CONFIG ?= default
+BOARD ?= ulx3s-85f
 SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: all test sim verilog bench venv clean help
+.PHONY: all test sim verilog bench venv clean help bitstream
 all: test
 
 help:
-	@sed -n '1,6p' Makefile
+	@sed -n '1,7p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,fpga,board]"
 	@touch $@
 
 venv: $(STAMP)
@@ -35,6 +37,10 @@ sim: $(STAMP)
 
 verilog: $(STAMP)
 	$(PYTHON) -m vta verilog --config $(CONFIG)
+
+# CONFIG defaults to the core's default, which does not fit an ECP5: ecp5-small or ecp5-large.
+bitstream: $(STAMP)
+	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG))
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

@@ -9,7 +9,7 @@ import sys
 __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
-_COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "relay.cli")
+_COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "bitstreams.cli", "relay.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
