@@ -75,8 +75,11 @@ def _run(tool: str, cmd: list, cwd: Path, log: Path, follow: Path, env: dict,
 
 def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, seed: int = 1,
                     mem_bytes: int | None = None, progress: Progress | None = None,
-                    timeout: float = TOOL_TIMEOUT_S) -> dict:
-    """Build the bitstream of ``cfg`` for ``board``; returns the report (also written)."""
+                    timeout: float = TOOL_TIMEOUT_S, synth_only: bool = False) -> dict:
+    """Build the bitstream of ``cfg`` for ``board``; returns the report (also written).
+
+    ``synth_only`` stops after the synthesis fit check and returns the synthesis estimate
+    (``{"synthesis_estimate": {...}}``) without writing a report."""
     from hw.board.ulx3s import DEFAULT_MEM_BYTES, Ulx3sTop
 
     progress = progress or Progress(enabled=False)
@@ -111,6 +114,9 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     synth = synthesis_estimate(stat)
     progress.start("fit check (synthesis)")
     check_fit(synth, board, "estimate from synthesis, before place and route")
+    if synth_only:
+        progress.done(f"synthesis fits: {synth}")
+        return {"synthesis_estimate": synth}
 
     progress.start("place and route (nextpnr-ecp5)")
     device_opt = platform._nextpnr_device_options[platform.device]

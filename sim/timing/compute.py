@@ -29,7 +29,7 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = 5 GEMM, 3 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
+    *c* + 1 + *j* + L (L = 5 GEMM, 4 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
     index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops, and the *j* micro-ops
     before it still complete.
     """
