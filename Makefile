@@ -3,6 +3,7 @@
 #   make sim [SIM=rtl]       the main job on the default configuration
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
+#   make bitstream [BOARD= CONFIG=]  an FPGA bitstream and its report in bitstreams/
 #   make sweep [SPACE=]      the design-space sweep (designspace/spaces/small.toml) -> build/sweep
 SHELL := /bin/bash
 PY ?= python3
@@ -10,22 +11,23 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CONFIG ?= default
+BOARD ?= ulx3s-85f
 SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
 SPACE ?= designspace/spaces/small.toml
 SWEEP_OUT ?= build/sweep
 
-.PHONY: all test sim verilog bench sweep venv clean help
+.PHONY: all test sim verilog bench sweep venv clean help bitstream
 all: test
 
 help:
-	@sed -n '1,7p' Makefile
+	@sed -n '1,8p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,fpga,board,sweep]"
 	@touch $@
 
 venv: $(STAMP)
@@ -38,6 +40,10 @@ sim: $(STAMP)
 
 verilog: $(STAMP)
 	$(PYTHON) -m vta verilog --config $(CONFIG)
+
+# CONFIG defaults to the core's default, which does not fit an ECP5: ecp5-small or ecp5-large.
+bitstream: $(STAMP)
+	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG))
 
 sweep: $(STAMP)
 	$(PYTHON) -m vta sweep --space $(SPACE) --out $(SWEEP_OUT) --jobs $(JOBS)

@@ -9,8 +9,8 @@ import sys
 __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
-_COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "relay.cli",
-                    "designspace.cli")
+_COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "bitstreams.cli",
+                    "relay.cli", "designspace.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -75,9 +75,13 @@ class BoardBackend(Backend):
         if link == "sim":
             from .simlink import SimulatedLink
             link = SimulatedLink()
+        elif isinstance(link, str):
+            from .seriallink import SerialLink
+            link = SerialLink.open(link)
         if link is None:
-            raise BackendUnavailable("backend 'board' needs a link to a board; none is "
-                                     "attached here (use link='sim' for the simulated board)")
+            raise BackendUnavailable("backend 'board' needs a link to a board: a serial port "
+                                     "(--link /dev/ttyUSB0[@BAUD]) or 'sim' for the "
+                                     "simulated board")
         self.link = link
         self.poll_interval, self.default_timeout = poll_interval, default_timeout
         self.diagnosis_polls = diagnosis_polls
@@ -96,6 +100,8 @@ class BoardBackend(Backend):
         if hasattr(link, "configure"):
             # A simulated board takes the image's configuration; a real one's is fixed.
             link.configure(image.config)
+        if hasattr(link, "check_config"):
+            link.check_config(image.config)
         ident = link.read_reg(R.ID)
         if ident != CSR_ID:
             raise BackendUnavailable(f"the board's ID register reads {ident:#010x}, not the "

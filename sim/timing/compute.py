@@ -20,8 +20,9 @@ __all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAG
 
 #: ``hw.gemm.GEMM_LATENCY``: cycles from a micro-op's issue to its accumulator write.
 GEMM_LATENCY = 5
-#: ``hw.alu.ALU_LATENCY``.
-ALU_LATENCY = 3
+#: ``hw.alu.ALU_LATENCY``: S0 micro-op, S1 indices, S2 check and ACC reads, S3 operands
+#: registered, S4 lanes and write (the multiply gets a cycle of its own after the SRAM read).
+ALU_LATENCY = 4
 #: Both pipelines check indices in S2: micro-op *j* of a start in *c* raises ``err`` in
 #: *c* + 1 + *j* + 2 (S0 micro-op read, S1 indices, S2 range check).
 CHECK_STAGE = 2
@@ -32,7 +33,7 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = 5 GEMM, 3 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
+    *c* + 1 + *j* + L (L = 5 GEMM, 4 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
     index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops, and the *j* micro-ops
     before it still complete.
     """
