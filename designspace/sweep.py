@@ -43,6 +43,10 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 #: target clock): points differing only in them share one synthesis. tests/designspace checks
 #: that the Verilog is indeed the same.
 HW_NEUTRAL_KEYS = ("MEM_LATENCY", "TARGET_MHZ")
+#: The sources the core's Verilog is made from (hw/ and the isa modules it imports): a change
+#: anywhere else (a compiler pass, the simulators) keeps every synthesis in the cache.
+_VERILOG_SOURCES = ("hw", "isa/__init__.py", "isa/config.py", "isa/layout.py", "isa/encoding.py",
+                    "isa/errors.py", "isa/registers.py", "isa/bursts.py", "isa/image.py")
 _OBJECTIVES = {"minimize": ("LUT4", "DP16KD", "MULT18X18D"), "maximize": ("throughput_gmacs",)}
 
 
@@ -90,7 +94,7 @@ def _cycles_desc(point: dict, workload: str, space: Space) -> dict:
 def _synth_desc(point: dict) -> dict:
     from .synth import tool_versions
     return {"kind": "synth", "point": _hw_point(point), "tools": tool_versions(),
-            "code": source_digest("isa", "hw", "designspace/synth.py")}
+            "code": source_digest(*_VERILOG_SOURCES, "designspace/synth.py")}
 
 
 def _pnr_desc(point: dict, device: str, target_mhz: int) -> dict:
