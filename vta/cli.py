@@ -10,7 +10,7 @@ __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
 _COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "bitstreams.cli",
-                    "relay.cli", "designspace.cli")
+                    "relay.cli", "compiler.cli", "designspace.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from isa.cli import USER_ERRORS
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `vta run MODEL.vtab` runs a compiled model; images (.npz) stay with the driver, which
+    # does not import the compiler.
+    if len(argv) >= 2 and argv[0] == "run" and argv[1].endswith(".vtab"):
+        from compiler.cli import run_vtab_main
+        return run_vtab_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

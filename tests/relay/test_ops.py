@@ -507,6 +507,64 @@ def test_reshape_and_transpose_relations_agree_with_numpy(shape, data):
     assert out.shape == x.reshape(newshape).shape == t.shape
 
 
+# ------------------------------------------------------------------ conv2d_transpose
+
+covers("nn.conv2d_transpose")
+
+
+def conv_transpose_loops(x, w, stride, pad, out_pad, dil, groups):
+    """Direct definition: y[o, oy, ox] gathers every x[c, i, j] * w[c, o, p, q] with
+    i * stride + p * dil - pad_top == oy (independent of the scatter kernel under test)."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    oh = (h - 1) * stride[0] - pad[0] - pad[2] + dil[0] * (kh - 1) + 1 + out_pad[0]
+    ow = (wd - 1) * stride[1] - pad[1] - pad[3] + dil[1] * (kw - 1) + 1 + out_pad[1]
+    out = np.zeros((n, og * groups, oh, ow), np.float64)
+    ig = c // groups
+    for b, o, oy, ox in itertools.product(range(n), range(og * groups), range(oh), range(ow)):
+        g = o // og
+        acc = 0.0
+        for ci, p, q in itertools.product(range(ig), range(kh), range(kw)):
+            i, ri = divmod(oy + pad[0] - p * dil[0], stride[0])
+            j, rj = divmod(ox + pad[1] - q * dil[1], stride[1])
+            if ri == 0 and rj == 0 and 0 <= i < h and 0 <= j < wd:
+                acc += x[b, g * ig + ci, i, j] * w[g * ig + ci, o % og, p, q]
+        out[b, o, oy, ox] = acc
+    return out
+
+
+@pytest.mark.parametrize("stride,pad,out_pad,dil,groups", [
+    ((2, 2), (1, 1, 1, 1), (0, 0), (1, 1), 1),      # DCGAN's 4x4 stride 2
+    ((2, 1), (0, 1, 2, 0), (1, 0), (1, 1), 1),
+    ((3, 2), (1, 0, 0, 1), (2, 1), (2, 1), 2),
+])
+def test_conv2d_transpose(stride, pad, out_pad, dil, groups):
+    x = rand((2, 4, 5, 4))
+    w = rand((4, 3, 4, 3))
+    ref = conv_transpose_loops(x, w, stride, pad, out_pad, dil, groups).astype("float32")
+    check("nn.conv2d_transpose", [x, w], ref, strides=stride, padding=pad, output_padding=out_pad,
+          dilation=dil, groups=groups, channels=3 * groups, kernel_size=[4, 3])
+
+
+def test_conv2d_transpose_int8_with_int32_output():
+    x = rand((1, 3, 4, 4), "int8", -128, 127)
+    w = rand((3, 2, 4, 4), "int8", -128, 127)
+    ref = conv_transpose_loops(x.astype(np.int64), w.astype(np.int64), (2, 2), (1, 1, 1, 1), (0, 0), (1, 1), 1)
+    check("nn.conv2d_transpose", [x, w], ref.astype("int32"), strides=[2, 2], padding=[1, 1], out_dtype="int32")
+
+
+def test_conv2d_transpose_relation_errors():
+    x, w = rand((1, 4, 5, 5)), rand((4, 2, 3, 3))
+    with pytest.raises(RelayTypeError, match="weight .IOHW. has 3"):
+        run_op("nn.conv2d_transpose", [x, rand((3, 2, 3, 3))])
+    with pytest.raises(RelayTypeError, match="output_padding"):
+        run_op("nn.conv2d_transpose", [x, w], strides=[2, 2], output_padding=[2, 0])
+    with pytest.raises(RelayTypeError, match="kernel_layout IOHW"):
+        run_op("nn.conv2d_transpose", [x, w], kernel_layout="OIHW")
+    with pytest.raises(RelayTypeError, match="not divisible by groups"):
+        run_op("nn.conv2d_transpose", [x, w], groups=3)
+
+
 # ------------------------------------------------------------------ gradient kernels
 
 covers("nn.conv2d_grad_data", "nn.conv2d_grad_weight", "nn.pool2d_grad")

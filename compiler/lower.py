@@ -1,0 +1,222 @@
+"""Lowering a blocked convolution (conv2d, dense) with its tail to a :class:`VtaProgram`.
+
+Regions: ``data`` (packed int8 input), ``residual`` (packed int8, optional), ``weights``
+(packed int8), ``consts`` (packed int32, optional) and ``out`` (packed int8; four byte planes
+for an int32 result, low byte first).
+
+Per tile, in program order (tokens in brackets):
+
+* per input-channel chunk: load stage [pop compute->load once the SRAM half was used] INP
+  and WGT loads [push load->compute]; compute [pop load->compute] (first chunk: [pop
+  store->compute once the ACC half was used] GEMM reset) GEMM [push compute->load];
+* compute: constant and residual loads into ACC, the ALU tail [push compute->store];
+* store [pop compute->store] STOREs [push store->compute]. An int32 result is stored as four
+  byte planes: SHR 8 between planes, each waiting for the previous plane's store.
+
+Every pop follows its push in program order, so the stream cannot deadlock; with two virtual
+threads the halves alternate, so the load of chunk *u + 1* and the store of tile *t - 1* run
+while chunk *u* computes.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from isa.encoding import AluOp, MemType
+
+from .operators import ConvGeometry
+from .packing import ceil_div
+from .program import ProgramBuilder, VtaProgram
+from .schedule import Schedule, acc_rows, check_fits, input_window
+
+__all__ = ["lower_conv", "region_bytes"]
+
+
+def _ranges(n: int, step: int):
+    return [(i, min(step, n - i)) for i in range(0, n, step)]
+
+
+def region_bytes(geo: ConvGeometry) -> dict[str, int]:
+    cfg, op = geo.cfg, geo.op
+    planes = 4 if op.out_dtype == "int32" else 1
+    sizes = {"data": geo.in_elems * cfg.inp_elem_bytes,
+             "weights": geo.packed_weight.nbytes,
+             "out": planes * geo.out_elems * cfg.out_elem_bytes}
+    if op.residual:
+        sizes["residual"] = geo.out_elems * cfg.batch * cfg.block_out
+    if op.consts:
+        sizes["consts"] = geo.packed_consts.nbytes
+    return sizes
+
+
+def _alu_rows(p: ProgramBuilder, op: AluOp, dst: int, rows: int, *, imm=None, src=None,
+              src_step: int = 0) -> None:
+    """One ALU micro-op over ``rows`` consecutive accumulator entries (two loops if needed)."""
+    inner = rows
+    outer = 1
+    while inner > (1 << 14) - 1:
+        outer *= 2
+        inner = ceil_div(inner, 2)
+    if outer * inner != rows:
+        raise AssertionError("ALU rows must split evenly")
+    src0 = dst if src is None else src
+    loops = [(outer, inner, inner * src_step, 0), (inner, 1, src_step, 0)] if outer > 1 else \
+        [(inner, 1, src_step, 0)]
+    p.alu(op, [(dst, src0, 0)], loops, imm=imm)
+
+
+def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
+    """The program of ``geo`` under schedule ``s`` (which must fit)."""
+    check_fits(geo, s)
+    p = ProgramBuilder()
+    sizes = region_bytes(geo)
+    reg = {name: p.region(name, sizes[name], role) for name, role in (
+        ("data", "input"), ("residual", "input"), ("weights", "param"), ("consts", "param"),
+        ("out", "output")) if name in sizes}
+    _emit_conv(p, geo, s, reg, _Counters())
+    return p.build()
+
+
+class _Counters:
+    """Load units and tiles emitted so far (the token pattern runs on across phases)."""
+
+    def __init__(self):
+        self.unit = self.tile = 0
+
+
+def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, s.th, s.tw)
+    return s.tb * s.tci * ih * iw, s.tco * s.tci * kh * kw, acc_rows(geo, s)
+
+
+def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: _Counters,
+               placement: tuple | None = None, halves: tuple | None = None) -> None:
+    """Emit ``geo``'s tiles. ``placement`` = (OH, OW, ry, rx, sy, sx) writes output pixel
+    (y, x) at (ry + sy y, rx + sx x) of an OH x OW result (the phases of a transposed
+    convolution); ``halves`` fixes the SRAM half sizes (the largest of several phases)."""
+    cfg, op = geo.cfg, geo.op
+    h, w = geo.hw
+    oh, ow = geo.out_hw
+    kh, kw = geo.kernel
+    (sh, sw), (dh, dw) = op.strides, op.dilation
+    pt, pl, _, _ = op.padding
+    inp_half, wgt_half, acc_half = halves or _halves(geo, s)
+    r_max = s.tb * s.tco * s.th * s.tw
+    planes = 4 if op.out_dtype == "int32" else 1
+    full_h, full_w, ry, rx, sy, sx = placement or (oh, ow, 0, 0, 1, 1)
+    plane_elems = geo.nb * geo.ob * full_h * full_w
+    # The byte planes of a tile consume their own store->compute tokens, so no token of an
+    # earlier tile may still be waiting: with planes, each tile waits for the last store.
+    reuse = 1 if planes > 1 else s.vt
+    nconst = len(op.consts)
+
+    tiles = itertools.product(range(geo.groups), _ranges(geo.nb, s.tb), _ranges(geo.obg, s.tco),
+                              _ranges(oh, s.th), _ranges(ow, s.tw))
+    for g, (nb0, tb), (o0, tco), (oy0, th), (ox0, tw) in tiles:
+        ob0 = g * geo.obg + o0
+        unit, tile = n.unit, n.tile
+        half = tile % s.vt
+        acc_base = half * acc_half
+        res_base = acc_base + r_max
+        const_base = acc_base + r_max * (2 if op.residual else 1)
+        r = tb * tco * th * tw
+        ih, iw = input_window(geo, th, tw)
+        iy0, ix0 = oy0 * sh - pt, ox0 * sw - pl
+        ys, ye = max(iy0, 0), min(iy0 + ih, h)
+        xs, xe = max(ix0, 0), min(ix0 + iw, w)
+        empty = ye <= ys or xe <= xs       # the window lies in the padding: no GEMM at all
+        p.unit_begin()
+        chunks = [] if empty else _ranges(geo.cbg, s.tci)
+        if not chunks:
+            if tile >= reuse:
+                p.pop("store", "compute")
+            p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
+        for k, (c0, tci) in enumerate(chunks):
+            ihalf = unit % s.vt
+            inp_base, wgt_base = ihalf * inp_half, ihalf * wgt_half
+            # ---- load stage
+            if unit >= s.vt:
+                p.pop("compute", "load")
+            for b, c in itertools.product(range(tb), range(tci)):
+                cb = g * geo.cbg + c0 + c
+                p.load(MemType.INP, inp_base + (b * tci + c) * ih * iw, reg["data"],
+                       (((nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
+                       y_size=ye - ys, x_stride=w, y_pad=(ys - iy0, iy0 + ih - ye),
+                       x_pad=(xs - ix0, ix0 + iw - xe))
+            p.load(MemType.WGT, wgt_base, reg["weights"], (ob0 * geo.cbg + c0) * kh * kw,
+                   x_size=tci * kh * kw, y_size=tco, x_stride=geo.cbg * kh * kw)
+            p.push("load", "compute")
+            # ---- compute
+            p.pop("load", "compute")
+            if k == 0:
+                if tile >= reuse:
+                    p.pop("store", "compute")
+                p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
+            _gemm(p, s.layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw,
+                  kh, kw, sh, sw, dh, dw)
+            p.push("compute", "load")
+            unit += 1
+            n.unit = unit
+        # ---- tail
+        if nconst:
+            p.load(MemType.ACC, const_base, reg["consts"], ob0, x_size=tco, y_size=nconst,
+                   x_stride=geo.ob)
+        if op.residual:
+            for o, b in itertools.product(range(tco), range(tb)):
+                p.load(MemType.ACC_8BIT, res_base + (o * tb + b) * th * tw, reg["residual"],
+                       (((nb0 + b) * geo.ob + ob0 + o) * oh + oy0) * ow + ox0, x_size=tw,
+                       y_size=th, x_stride=ow)
+        for t in op.tail:
+            alu = AluOp[t.alu]
+            if t.imm is not None:
+                _alu_rows(p, alu, acc_base, r, imm=t.imm)
+            elif t.residual:
+                _alu_rows(p, alu, acc_base, r, src=res_base, src_step=1)
+            else:
+                # per output block: dst walks the block's rows, src stays on its constant
+                p.alu(alu, [(acc_base, const_base + t.const * tco, 0)],
+                      [(tco, tb * th * tw, 1, 0), (tb * th * tw, 1, 0, 0)])
+        p.push("compute", "store")
+        for plane in range(planes):
+            if plane:
+                p.pop("store", "compute")
+                _alu_rows(p, AluOp.SHR, acc_base, r, imm=8)
+                p.push("compute", "store")
+            p.pop("compute", "store")
+            for o, b in itertools.product(range(tco), range(tb)):
+                row = acc_base + (o * tb + b) * th * tw
+                first = plane * plane_elems + ((nb0 + b) * geo.ob + ob0 + o) * full_h * full_w
+                if placement is None:
+                    p.store(row, reg["out"], first + oy0 * ow + ox0, x_size=tw, y_size=th,
+                            x_stride=ow)
+                    continue
+                for y in range(th):     # every sx-th element of an output row
+                    p.store(row + y * tw, reg["out"], first + (ry + sy * (oy0 + y)) * full_w
+                            + rx + sx * ox0, x_size=1, y_size=tw, x_stride=sx)
+            p.push("store", "compute")
+        p.unit_end()
+        n.tile += 1
+
+
+def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,
+          dh, dw) -> None:
+    """The GEMM kernel of one chunk: two loops folded into the instruction, the rest micro-ops."""
+    block = ih * iw
+    taps = kh * kw
+    uops = []
+    if layout == "A":
+        for c, y, x, o, b in itertools.product(range(tci), range(kh), range(kw), range(tco),
+                                               range(tb)):
+            uops.append((acc_base + (o * tb + b) * th * tw,
+                         inp_base + (b * tci + c) * block + y * dh * iw + x * dw,
+                         wgt_base + (o * tci + c) * taps + y * kw + x))
+        loops = [(th, tw, sh * iw, 0), (tw, 1, sw, 0)]
+    else:
+        for y, x, o, b, col in itertools.product(range(kh), range(kw), range(tco), range(tb),
+                                                 range(tw)):
+            uops.append((acc_base + (o * tb + b) * th * tw + col,
+                         inp_base + b * tci * block + y * dh * iw + x * dw + col * sw,
+                         wgt_base + o * tci * taps + y * kw + x))
+        loops = [(th, tw, sh * iw, 0), (tci, 0, block, taps)]
+    p.gemm(uops, loops)
