@@ -136,6 +136,6 @@ GEMM_LATENCY = 5
 #: gets a cycle of its own after the SRAM read).
 ALU_LATENCY = 4
 
-#: The functional simulator's counters that a program's instructions determine (reference §5.7).
+#: The original functional simulator's profiler counters (reference §5.7).
 FUNCTIONAL_COUNTERS = ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",
                        "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes")

@@ -9,9 +9,19 @@ import sys
 __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
-_COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli",
-                    "bitstreams.cli", "relay.cli", "relay.frontend.cli", "compiler.cli",
-                    "designspace.cli")
+_COMMAND_MODULES = (
+    "vta.demo",
+    "isa.cli",
+    "isa.program.cli",
+    "driver.cli",
+    "sim.trace_plot",
+    "hw.cli",
+    "bitstreams.cli",
+    "relay.cli",
+    "relay.frontend.cli",
+    "compiler.cli",
+    "designspace.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,9 @@ is taken back and replayed in the next launch instead of being split.
 
 from __future__ import annotations
 
+import copy
 import functools
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Hashable
@@ -36,16 +38,31 @@ _MAX_INSNS_PER_CALL = 3
 # store, load and compute no-ops, and FINISH.
 _TAIL_INSNS = 8
 
+# The regions the builder makes for each launch.
+GENERATED_KINDS = ("uops", "instructions")
+_GENERATED_NAME = re.compile(r"(uops|insns)\.\d+")
+
 _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STAGES}}
+
+
+def with_fields(insn, **fields):
+    """``insn.replace(**fields)`` for known fields, without re-running the dataclass
+    constructor: token flags and addresses are set on every instruction of a stream."""
+    new = copy.copy(insn)
+    for name, value in fields.items():
+        object.__setattr__(new, name, value)
+    return new
 
 
 def noop(stage: str) -> Instruction:
     """The token-only instruction (x_size = 0) the original runtime uses for ``stage``: a
     LOAD INP on load, a LOAD UOP on compute, a STORE (memory type UOP) on store."""
-    if stage == "store":
-        return Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)
-    mem = MemType.INP if stage == "load" else MemType.UOP
-    return Load(memory_type=mem, y_size=0, x_size=0, x_stride=0)
+    return _NOOPS[stage]
+
+
+_NOOPS = {"load": Load(memory_type=MemType.INP, y_size=0, x_size=0, x_stride=0),
+          "compute": Load(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0),
+          "store": Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)}
 
 
 def _stage(name) -> str:
@@ -212,9 +229,18 @@ class StreamBuilder:
     # ------------------------------------------------------------------ regions
     def region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
                align: int | None = None, shape=None, dtype=None) -> Region:
-        """A new DRAM region (see :class:`Region`); names are unique."""
+        """A new DRAM region (see :class:`Region`); names are unique, and ``uops.N`` /
+        ``insns.N`` (kinds ``uops`` / ``instructions``) are the builder's own."""
         if not isinstance(name, str) or not name:
             raise ProgramError(f"a region name must be a non-empty string, got {name!r}")
+        if kind in GENERATED_KINDS or _GENERATED_NAME.fullmatch(name):
+            raise ProgramError(f"region {name!r} of kind {kind!r}: the builder makes the "
+                               f"micro-op and instruction regions of each launch itself")
+        return self._new_region(name, nbytes, kind, data=data, fill=fill, align=align,
+                                shape=shape, dtype=dtype)
+
+    def _new_region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
+                    align: int | None = None, shape=None, dtype=None) -> Region:
         if name in self.regions:
             raise ProgramError(f"duplicate region name {name!r}")
         region = Region(name, kind, int(nbytes), self.align if align is None else int(align),
@@ -264,7 +290,7 @@ class StreamBuilder:
             pending = self._pending[stage]
             pops = {f: True for f in POP_FLAGS if pending[f]}
             if pops:
-                insn = insn.replace(**pops)
+                insn = with_fields(insn, **pops)
                 pending.update(dict.fromkeys(POP_FLAGS, False))
             for flag, queue in DEP_FLAGS[stage].items():
                 if queue is not None and getattr(insn, flag):
@@ -284,6 +310,8 @@ class StreamBuilder:
         inside that region. Returns its index in the open launch."""
         self._check_open()
         name = None if region is None else self._region("emit", region).name
+        if name is not None and not isinstance(insn, (Load, Store)):
+            raise ProgramError(f"emit: only LOAD and STORE address a region, not {insn!r}")
         return self._append(module_of(insn), insn, name)
 
     def raw(self, word: int, stage: str = "compute") -> int:
@@ -370,10 +398,10 @@ class StreamBuilder:
         last = self._insns[-1] if self._insns else None
         if (last is not None and not isinstance(last, int) and self._stages[-1] == src
                 and not getattr(last, flag)):
-            self._insns[-1] = last.replace(**{flag: True})
+            self._insns[-1] = with_fields(last, **{flag: True})
             self._balance[_queue(src, dst)] += 1
         else:
-            self._append(src, noop(src).replace(**{flag: True}))
+            self._append(src, with_fields(noop(src), **{flag: True}))
 
     # ------------------------------------------------------------------ data movement
     def _check_transfer(self, what: str, region: Region, mem_type: int, offset: int,
@@ -528,9 +556,9 @@ class StreamBuilder:
         k = len(self.launches)
         uops = None
         if self._uop_chunks:
-            uops = self.region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
+            uops = self._new_region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
                                data=np.frombuffer(b"".join(self._uop_chunks), np.uint8)).name
-        insns = self.region(f"insns.{k}", 16 * len(self._insns), "instructions").name
+        insns = self._new_region(f"insns.{k}", 16 * len(self._insns), "instructions").name
         launch = Launch(k, tuple(self._insns), tuple(self._stages), tuple(self._relocs),
                         insns, uops)
         self.launches.append(launch)

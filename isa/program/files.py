@@ -147,9 +147,10 @@ def _from_meta(meta: dict, arrays: dict[str, np.ndarray]) -> Program:
     return Program(cfg, meta["name"], tuple(regions), tuple(launches))
 
 
-def dump_program(program: Program) -> str:
-    """Regions, then each launch's instructions in ``vta asm`` syntax; a relocated address
-    reads ``dram_base=REGION+OFFSET`` (in elements of the instruction's memory type)."""
+def dump_program(program: Program, *, instructions: bool = True) -> str:
+    """Regions, then each launch's instructions in ``vta asm`` syntax (only its size without
+    ``instructions``); a relocated address reads ``dram_base=REGION+OFFSET`` (in elements of
+    the instruction's memory type)."""
     cfg = program.config
     lines = [f"program {program.name!r} for configuration {cfg.name!r}: "
              f"{len(program.launches)} launch(es), {program.instruction_count} instructions",
@@ -161,6 +162,8 @@ def dump_program(program: Program) -> str:
     for launch in program.launches:
         lines += ["", f"launch {launch.index}: {len(launch)} instructions in {launch.insns}"
                   + (f", micro-ops in {launch.uops}" if launch.uops else "")]
+        if not instructions:
+            continue
         relocs = dict(launch.relocs)
         for i, (insn, stage) in enumerate(zip(launch.instructions, launch.stages)):
             if isinstance(insn, int):

@@ -3,16 +3,19 @@ against a memory layout into program images (SPEC §5)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Mapping
 
 import numpy as np
 
-from ..arch import MemType, Opcode, elem_bytes, module_of
+from ..arch import MemType, Opcode, elem_bytes
 from ..config import VTAConfig
-from ..encoding import Instruction, IsaError, encode
+from ..encoding import IsaError, encode
 from ..image import OutputRegion, ProgramImage
+from ..layout import mem_layout
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
            "REGION_KINDS", "DATA_KINDS", "default_align", "auto_layout", "relocate",
@@ -117,7 +120,9 @@ def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
                             f"{MemType(insn.memory_type).name} element that instruction {i}"
                             f"{where} reads it as")
-        insns[i] = insn.replace(dram_base=addr // eb + insn.dram_base)
+        new = copy.copy(insn)       # insn.replace() without re-running the constructor
+        object.__setattr__(new, "dram_base", addr // eb + insn.dram_base)
+        insns[i] = new
     return insns
 
 
@@ -144,15 +149,35 @@ def encode_words(insns, cfg: VTAConfig, where: str = "") -> bytes:
     return b"".join(words)
 
 
-def _encode(launch: Launch, insns: list, cfg: VTAConfig) -> bytes:
-    return encode_words(insns, cfg, f"launch {launch.index}: ")
+def _encode_linked(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> bytes:
+    """The launch's words with relocated addresses: each distinct unrelocated instruction is
+    encoded once and its ``dram_base`` field patched per use (the field of ``mem_layout``)."""
+    field = mem_layout()["dram_base"]
+    clear = ~(field.mask << field.offset)
+    words = bytearray(encode_words(launch.instructions, cfg, f"launch {launch.index}: "))
+    for i, name in launch.relocs:
+        insn = launch.instructions[i]
+        eb = elem_bytes(cfg, insn.memory_type)
+        addr = layout[name]
+        if addr % eb:
+            raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
+                            f"{MemType(insn.memory_type).name} element that instruction {i} "
+                            f"of launch {launch.index} reads it as")
+        base = addr // eb + insn.dram_base
+        if not 0 <= base <= field.mask:
+            raise LinkError(f"launch {launch.index}: instruction {i}: dram_base = {base} "
+                            f"(region {name!r} at 0x{addr:x}) does not fit in "
+                            f"{field.width} bits")
+        word = int.from_bytes(words[16 * i:16 * i + 16], "little") & clear
+        words[16 * i:16 * i + 16] = (word | (base << field.offset)).to_bytes(16, "little")
+    return bytes(words)
 
 
 def write_launch(dram: np.ndarray, launch: Launch, regions: Mapping[str, Region],
                  layout: Mapping[str, int], cfg: VTAConfig) -> int:
     """Write the launch's instructions (relocated) and micro-ops into ``dram`` at their
     layout addresses; returns the byte address of the first instruction."""
-    code = np.frombuffer(_encode(launch, relocate(launch, layout, cfg), cfg), np.uint8)
+    code = np.frombuffer(_encode_linked(launch, layout, cfg), np.uint8)
     targets = [(launch.insns, code)]
     if launch.uops is not None:
         targets.append((launch.uops, regions[launch.uops].data))
@@ -283,7 +308,7 @@ class Program:
         starts = tuple(write_launch(dram, launch, self._by_name, addrs, self.config)
                        for launch in self.launches)
         dram.setflags(write=False)
-        return LinkedProgram(self, addrs, size, dram, starts)
+        return LinkedProgram(self, MappingProxyType(addrs), size, dram, starts)
 
     def _input_bytes(self, region: Region, value) -> np.ndarray:
         if region.kind != "input":
@@ -310,10 +335,11 @@ class Program:
         from .files import program_bytes
         return program_bytes(self)
 
-    def dump(self) -> str:
-        """The program as text: regions, then every launch in ``vta asm`` syntax."""
+    def dump(self, *, instructions: bool = True) -> str:
+        """The program as text: regions, then every launch in ``vta asm`` syntax (without
+        ``instructions``: only each launch's size)."""
         from .files import dump_program
-        return dump_program(self)
+        return dump_program(self, instructions=instructions)
 
 
 @dataclass(frozen=True)
@@ -322,7 +348,7 @@ class LinkedProgram:
     every launch's instructions and micro-ops; :meth:`image` gives launch k's image."""
 
     program: Program
-    layout: dict
+    layout: Mapping[str, int]       # read-only
     dram_bytes: int
     dram: np.ndarray = field(repr=False)
     starts: tuple[int, ...]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa.arch import ALU_LATENCY, GEMM_LATENCY  # hw.gemm / hw.alu: issue to ACC write
+from isa.arch import elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
 from isa.errors import ErrorCode
@@ -74,7 +75,7 @@ class ComputeModule(ModuleBase):
 
     def __init__(self, cfg: VTAConfig, dram_size: int, execute, semantics):
         super().__init__()
-        acc8 = cfg.batch * cfg.block_out
+        acc8 = elem_bytes(cfg, MemType.ACC_8BIT)
         self.cfg = cfg
         self.geom = {MemType.UOP: (TensorLoader(cfg, cfg.uop_elem_bytes), cfg.uop_elem_bytes,
                                    cfg.uop_depth),

@@ -152,6 +152,29 @@ def test_residency_eviction_and_staging():
     assert b.uop_loads == 3 and b.uop_evictions == 0       # resident kernels stay
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.integers(1, 24), min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), min_size=1, max_size=60))
+def test_residency_against_a_model_of_the_sram(sizes, uses):
+    """The ring cache against the micro-op SRAM itself: a kernel is resident exactly when every
+    entry it was loaded into still holds it."""
+    from isa.program import UopResidency
+    depth = 32
+    kernels = [alu_kernel(AluOp.ADD, [Uop(0, 0)] * n, imm=0) for n in sizes]
+    cache, owner, where, cursor = UopResidency(depth), [None] * depth, {}, 0
+    for u in uses:
+        k = kernels[u % len(kernels)]
+        n = len(k)
+        resident = k in where and all(owner[e] is k for e in range(where[k], where[k] + n))
+        if not resident:
+            if cursor + n > depth:
+                cursor = 0
+            where[k] = cursor
+            owner[cursor:cursor + n] = [k] * n
+            cursor += n
+        assert cache.place(k) == (where[k], not resident)
+
+
 # ---------------------------------------------------------------------------- random streams
 CFG = load_config("tiny")
 ALU_OPS = st.sampled_from([AluOp.ADD, AluOp.MAX, AluOp.MIN, AluOp.SHR, AluOp.MUL])
@@ -169,13 +192,14 @@ def streams(draw):
             units.append(("alu", tiles, ops))
         else:
             units.append(("gemm", tiles, draw(st.integers(1, 3))))
-    return units, draw(st.sampled_from([None, 26, 30, 40])), draw(st.integers(0, 2**16))
+    return (units, draw(st.sampled_from([None, 26, 30, 40])), draw(st.integers(0, 2**16)),
+            draw(st.sampled_from(["tiny", "small", "batch2"])))
 
 
-def build_stream(units, insn_capacity, seed, builder=None):
+def build_stream(units, insn_capacity, seed, builder=None, cfg=CFG):
     """A program of ``units`` (each in a unit, sharing kernels by key) and what numpy says
     its outputs must be."""
-    cfg = CFG
+    cfg = load_config(cfg)
     rng = np.random.default_rng(seed)
     b = builder or StreamBuilder(cfg, insn_capacity=insn_capacity, uop_capacity=24)
     bo, bi = cfg.block_out, cfg.block_in
@@ -226,11 +250,11 @@ def build_stream(units, insn_capacity, seed, builder=None):
     return b, expected
 
 
-@settings(max_examples=25, deadline=None, derandomize=True)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(streams())
 def test_random_streams_split_balanced_and_compute_what_numpy_says(case):
-    units, capacity, seed = case
-    b, expected = build_stream(units, capacity, seed)
+    units, capacity, seed, config = case
+    b, expected = build_stream(units, capacity, seed, cfg=config)
     prog = b.build()
     linked = prog.link()
     for k, launch in enumerate(prog.launches):
@@ -358,8 +382,19 @@ def test_program_is_immutable():
         prog.name = "other"
     with pytest.raises(ValueError):
         prog.region("acc").data[0] = 1
+    linked = prog.link()
+    with pytest.raises(TypeError):
+        linked.layout["acc"] = 0
+    with pytest.raises(ValueError):
+        linked.dram[0] = 1
     with pytest.raises(ProgramError, match="has no region 'y'"):
         prog.region("y")
+    b = StreamBuilder("tiny")
+    b.scratch("s", 16)
+    with pytest.raises(ProgramError, match="duplicate region name 's'"):
+        b.output("s", (2,), np.int8)
+    with pytest.raises(ProgramError, match="the builder makes the micro-op"):
+        b.scratch("insns.0", 16)
 
 
 # ---------------------------------------------------------------------------- files
@@ -438,3 +473,31 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(block, "docs/program.md", "exec"), {})
     out = capsys.readouterr().out.rstrip()
     assert out.endswith("[ 1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16]")
+
+
+def test_vta_program_command(tmp_path, capsys):
+    from vta.cli import main
+    units = [("gemm", 4, 2), ("alu", 2, [(AluOp.ADD, 1)]), ("gemm", 3, 1)]
+    b, expected = build_stream(units, 26, 5)
+    prog = b.build()
+    path = tmp_path / "p.npz"
+    prog.save(path)
+    assert main(["program", str(path), "--summary", "--images", str(tmp_path / "img")]) == 0
+    out = capsys.readouterr().out
+    assert "launch 1:" in out and "dram_base=" not in out and "image(s)" in out
+    # The written images, run in order, compute what numpy says.
+    from isa.image import load_image
+    files = sorted((tmp_path / "img").glob("launch-*.npz"))
+    assert len(files) == len(prog.launches) > 1
+    dram = None
+    for f in files:
+        image = load_image(f)
+        if dram is not None:
+            image.dram[:] = dram
+        dram = run_image(image).dram
+    linked = prog.link()
+    for name, want in expected.items():
+        assert np.array_equal(linked.read(name, dram), want)
+    path.write_bytes(b"not a zip")
+    assert main(["program", str(path)]) == 2
+    assert "not a saved VTA program" in capsys.readouterr().err
