@@ -52,8 +52,8 @@ def _run_one(command, scale, show, tried, found, examples) -> None:
             for name, data in files.items():
                 (tmp / name).write_bytes(data)
                 paths[name] = tmp / name
-            out = {"new": tmp / "out.npz", "existing": tmp / "old.npz", "dir": tmp,
-                   "missing-dir": tmp / "no" / "out.npz"}[out_kind]
+            out = {"new": tmp / command.out_name, "existing": tmp / "old.npz", "dir": tmp,
+                   "missing-dir": tmp / "no" / command.out_name}[out_kind]
             if out_kind == "existing":
                 out.write_bytes(b"previous content")
             argv = command.argv(tmp, paths, out) + list(extra)
@@ -85,8 +85,10 @@ def _run_one(command, scale, show, tried, found, examples) -> None:
                     category = _category(message)
             found[command.name][category] += 1
             if len(examples[command.name, category]) < show:
+                shown = {name: data[:160] for name, data in files.items()}
                 examples[command.name, category].append(
-                    f"vta {' '.join(map(str, argv))[:200]}\n      {message[-300:]}")
+                    f"vta {' '.join(map(str, argv))[:200]}\n      {message[-400:]}\n"
+                    f"      inputs: {shown}")
 
     one()
 
