@@ -225,6 +225,7 @@ def _read_npy(stream, label: str, available: int) -> np.ndarray:
         raise ValueError(f"negative dimension in shape {shape}")
     count = math.prod(shape)
     nbytes = count * dtype.itemsize
+    available -= stream.tell()                  # what follows the header
     if nbytes > available:
         raise ValueError(f"its header promises {nbytes:,} bytes of data ({dtype}, shape "
                          f"{shape}) but only {available:,} are there")
