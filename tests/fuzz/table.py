@@ -3,7 +3,17 @@ exit statuses it may answer with, and how many examples the default run tries.
 
 To fuzz a new command, add a :class:`FuzzCommand` row: a strategy drawing the input files
 (``{"name": bytes}``) and extra arguments, and ``argv(tmp, files, out)`` building the command
-line. The harness checks the rest (tests/fuzz/harness.py).
+line. The harness checks the rest (tests/fuzz/harness.py). The commands to come fit like this:
+
+* ``compile`` / ``import``: ``inputs.text_file(inputs.relay_seeds())`` or
+  ``mutate_bytes`` of a small ONNX model's bytes, ``-o out.vtab``; allowed ``ANY``;
+* ``run`` on ``.vtab``: ``mutate_bytes`` of a compiled binary (and its structure, like
+  ``image_file`` does for images), with ``--timeout``; allowed ``ANY | {EXIT_TIMEOUT}``;
+* ``tune`` / ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
+  ``text_file``, with the option values that make them fail before the expensive work.
+
+Such commands read with :mod:`isa.safeio` (bounded, UTF-8, pickle-free, atomic outputs) and
+raise exceptions carrying an ``exit_code`` (:mod:`isa.errors`).
 """
 
 from __future__ import annotations
