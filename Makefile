@@ -5,6 +5,7 @@
 #   make bench               the benchmarks under benchmarks/
 #   make sweep [SPACE=]      the design-space sweep (designspace/spaces/small.toml) -> build/sweep
 #   make bitstream [BOARD= CONFIG=]  an FPGA bitstream and its report in bitstreams/
+#   make fuzz [SCALE=20]     a long fuzz campaign of every command (lists all failures)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -18,11 +19,13 @@ PYTEST_ARGS ?=
 SPACE ?= designspace/spaces/small.toml
 SWEEP_OUT ?= build/sweep
 
-.PHONY: all test sim verilog bench sweep bitstream venv clean help
+SCALE ?= 20
+
+.PHONY: all test sim verilog bench sweep bitstream fuzz venv clean help
 all: test
 
 help:
-	@sed -n '1,8p' Makefile
+	@sed -n '1,9p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -50,6 +53,9 @@ bitstream: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
+
+fuzz: $(STAMP)
+	$(PYTHON) -m tests.fuzz.campaign --scale $(SCALE)
 
 clean:
 	rm -rf build sim_build .pytest_cache

@@ -65,7 +65,10 @@ MAX_STREAM_BYTES = 16 << 20
 def _disasm(args) -> int:
     data = read_bytes(args.source, what="input", limit=MAX_ARRAYS_BYTES)
     if args.source.suffix == ".npz" or data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-        image = load_image(data)
+        try:
+            image = load_image(data)
+        except ImageError as exc:
+            raise ImageError(f"{args.source}: {exc}") from None
         cfg = load_config(args.config) if args.config else image.config
         data = image.instruction_bytes
     else:

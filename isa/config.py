@@ -63,6 +63,20 @@ _ORIGINAL_KEYS = ("LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH"
 _IGNORED_KEYS = frozenset({"TARGET", "HW_VER"})
 
 
+def _check_ignored(data: dict) -> None:
+    """The ignored keys still have the original's form: TARGET a name, HW_VER a version
+    (``0.0.2``, not a string that only starts like one)."""
+    import re
+
+    target, version = data.get("TARGET", "sim"), data.get("HW_VER", "0.0.0")
+    if not isinstance(target, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", target):
+        raise ConfigError(f"TARGET must be a target name such as 'sim' or 'pynq', got "
+                          f"{target!r:.80}")
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,4}){2}",
+                                                        version, re.ASCII):
+        raise ConfigError(f"HW_VER must be a version such as '0.0.2', got {version!r:.80}")
+
+
 @dataclass(frozen=True)
 class VTAConfig:
     """A frozen VTA hardware configuration.
@@ -139,6 +153,7 @@ class VTAConfig:
                 if key in data and data[key] != block:
                     raise ConfigError(f"LOG_BLOCK = {block} contradicts {key} = {data[key]}")
                 data[key] = block
+        _check_ignored(data)
         kwargs = {}
         known = {key: attr for key, attr, *_ in _FIELDS}
         for key, value in data.items():

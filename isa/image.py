@@ -94,8 +94,14 @@ class ProgramImage:
 
 
 def save_image(path: "str | Path", image: ProgramImage) -> None:
-    """Write ``image`` as an ``.npz`` file (SPEC §5)."""
-    np.savez_compressed(path, **image.to_arrays())
+    """Write ``image`` as an ``.npz`` file (SPEC §5), atomically; like ``np.savez`` it adds
+    the ``.npz`` suffix when ``path`` has none."""
+    from .safeio import save_npz
+
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    save_npz(path, image.to_arrays(), what="image")
 
 
 def _scalar_int(arrays, key: str) -> int:

@@ -189,13 +189,25 @@ def _decode_metadata(meta_text):
     return out
 
 
+def _checked_metadata(meta_text, text, source):
+    """:func:`_decode_metadata`, with a garbage section reported as a ParseError at its line."""
+    try:
+        return _decode_metadata(meta_text)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError,
+            OverflowError, MemoryError, struct.error) as exc:   # binascii.Error is a ValueError
+        line = text.count("\n", 0, len(text) - len(meta_text)) + 1
+        raise ParseError(f"the metadata section is not valid: {type(exc).__name__}: "
+                         f"{str(exc)[:200]}", line, 1, source) from None
+
+
 class _Parser:
     def __init__(self, text, source="<string>", base=None, constants=None):
         self.text, self.source = text, source
         self.toks, meta = _tokenize(text, source)
         self.pos = 0
         self.base = base or IRModule()
-        self.constants = list(constants) if constants is not None else _decode_metadata(meta)
+        self.constants = list(constants) if constants is not None else \
+            _checked_metadata(meta, text, source)
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}

@@ -362,9 +362,10 @@ class FunctionalSimulator:
         words = self.uop[insn.uop_bgn:insn.uop_end].astype(np.int64)
         return tuple((words >> offset) & mask for offset, mask in self._uop_fields)
 
-    def _check_ranges(self, insn) -> None:
+    def _check_ranges(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """SRAM_RANGE if any micro-op execution's index is past its buffer, found from the
-        loop bounds (the largest index of each field), before anything executes."""
+        loop bounds (the largest index of each field), before anything executes. Returns
+        the micro-ops' fields (:meth:`_uop_bases`)."""
         cfg, gemm = self.cfg, isinstance(insn, Gemm)
         checks = [("dst", 0, cfg.acc_depth)]
         if not (gemm and insn.reset):
@@ -379,30 +380,41 @@ class FunctionalSimulator:
                 raise SimulationError(ErrorCode.SRAM_RANGE, None,
                                       f"{insn.opcode.name} {what} index {top} is past the "
                                       f"buffer ({depth} entries)", field=what, value=top)
+        return bases
 
-    def _uop_chunks(self, insn):
+    def _uop_chunks(self, insn, bases):
         """(dst, src, wgt) index arrays of consecutive micro-op executions, in execution
-        order, about :data:`UOP_CHUNK` at a time (whole rounds of the micro-op range)."""
-        bases = self._uop_bases(insn)
-        nu, iters = bases[0].size, insn.iter_out * insn.iter_in
+        order, about :data:`UOP_CHUNK` at a time: whole outer iterations when one fits, else
+        whole rounds of the micro-op range. ``bases``: :meth:`_uop_bases`."""
+        nu, n_out, n_in = bases[0].size, insn.iter_out, insn.iter_in
         factors = _loop_factors(insn)
-        step = max(1, UOP_CHUNK // nu)
-        if step >= insn.iter_in:             # whole outer iterations per chunk
-            step -= step % insn.iter_in
-        for k0 in range(0, iters, step):
-            k = np.arange(k0, min(iters, k0 + step), dtype=np.int64)
-            o, i = (k // insn.iter_in)[:, None], (k % insn.iter_in)[:, None]
-            self.executing = (insn, k0 * nu, iters * nu)
-            if k0:
-                self.check_deadline()
-            yield tuple((b[None, :] + o * f_out + i * f_in).reshape(-1)
-                        for b, (f_out, f_in) in zip(bases, factors))
+        total = n_out * n_in * nu
+        rounds = max(1, UOP_CHUNK // nu)
+        if rounds >= n_in:
+            per = rounds // n_in
+            i = np.arange(n_in, dtype=np.int64)[None, :, None]
+            for o0 in range(0, n_out, per):
+                o = np.arange(o0, min(n_out, o0 + per), dtype=np.int64)[:, None, None]
+                self.executing = (insn, o0 * n_in * nu, total)
+                if o0:
+                    self.check_deadline()
+                yield tuple((b[None, None, :] + o * f_out + i * f_in).reshape(-1)
+                            for b, (f_out, f_in) in zip(bases, factors))
+        else:
+            for k0 in range(0, n_out * n_in, rounds):
+                k = np.arange(k0, min(n_out * n_in, k0 + rounds), dtype=np.int64)
+                o, i = (k // n_in)[:, None], (k % n_in)[:, None]
+                self.executing = (insn, k0 * nu, total)
+                if k0:
+                    self.check_deadline()
+                yield tuple((b[None, :] + o * f_out + i * f_in).reshape(-1)
+                            for b, (f_out, f_in) in zip(bases, factors))
         self.executing = None
 
     def _gemm(self, insn: Gemm) -> None:
-        self._check_ranges(insn)
+        bases = self._check_ranges(insn)
         total = 0
-        for dst, src, wgt in self._uop_chunks(insn):
+        for dst, src, wgt in self._uop_chunks(insn, bases):
             self._gemm_chunk(insn, dst, src, wgt)
             total += dst.size
         self.counters["gemm_reset_counter" if insn.reset else "gemm_counter"] += total
@@ -426,9 +438,9 @@ class FunctionalSimulator:
                 np.add.at(self.acc, d, prod)
 
     def _alu(self, insn: Alu) -> None:
-        self._check_ranges(insn)
+        bases = self._check_ranges(insn)
         total = 0
-        for dst, src, _ in self._uop_chunks(insn):
+        for dst, src, _ in self._uop_chunks(insn, bases):
             self._alu_chunk(insn, dst, src)
             total += dst.size
         self.counters["alu_counter"] += total

@@ -51,10 +51,10 @@ class FastSemantics(FunctionalSimulator):
         operation (what the reference does after finding a single hazard-free segment)."""
         if not insn.use_imm:
             return super()._alu(insn)
-        self._check_ranges(insn)
+        bases = self._check_ranges(insn)
         seen = np.zeros(self.cfg.acc_depth, bool)
         total = 0
-        for dst, src, _ in self._uop_chunks(insn):
+        for dst, src, _ in self._uop_chunks(insn, bases):
             seen[:] = False
             seen[dst] = True
             if np.count_nonzero(seen) != dst.size:
@@ -68,10 +68,10 @@ class FastSemantics(FunctionalSimulator):
     def _gemm(self, insn) -> None:
         if insn.reset:
             return super()._gemm(insn)
-        self._check_ranges(insn)
+        bases = self._check_ranges(insn)
         nu, n_in = insn.uop_end - insn.uop_bgn, insn.iter_in
         total = 0
-        for dst, src, wgt in self._uop_chunks(insn):
+        for dst, src, wgt in self._uop_chunks(insn, bases):
             # A chunk of whole outer iterations can go by loops (chunks hold whole ones
             # whenever one outer iteration fits; a smaller chunk is never a multiple).
             whole = dst.size % (n_in * nu) == 0

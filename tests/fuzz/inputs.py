@@ -60,6 +60,9 @@ RELAY_SMALL = (
     '  let %y = multiply(%x, %x);\n  (%y, nn.relu(%y))\n}\n',
     '#[version = "0.0.5"]\ntype Box[A] { B(A) }\ndef @main(%x: Tensor[(2, 2), float32]) {\n'
     '  match (B(%x)) { B(%v) => subtract(%v, %x) }\n}\n',
+    '#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 2), float32]) {\n'
+    '  add(%x, meta[relay.Constant][0])\n}\n#[metadata]\n{"relay.Constant": [{"data": '
+    '"AAAAAAAAgD8AAABAAABAQA==", "dtype": "float32", "shape": [2, 2]}]}\n',
 )
 
 

@@ -37,8 +37,8 @@ def test_fuzz_command(command):
         with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:
             tmp = Path(tmp)
             paths = _materialise(tmp, files)
-            out = {"new": tmp / "out.npz", "existing": tmp / "old.npz", "dir": tmp,
-                   "missing-dir": tmp / "no" / "out.npz"}[out_kind]
+            out = {"new": tmp / command.out_name, "existing": tmp / "old.npz", "dir": tmp,
+                   "missing-dir": tmp / "no" / command.out_name}[out_kind]
             if out_kind == "existing":
                 out.write_bytes(b"previous content")
             argv = command.argv(tmp, paths, out) + list(extra)

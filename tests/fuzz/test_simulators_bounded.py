@@ -167,3 +167,18 @@ def test_chunked_execution_equals_numpy(monkeypatch):
         got = dram[49152:49152 + 24 * CFG.out_elem_bytes].view(np.int8)
         np.testing.assert_array_equal(got, want, err_msg=backend)
     assert np.array_equal(run_image(img).dram[49152:49152 + want.size].view(np.int8), want)
+
+
+def test_hardware_errors_are_explained_with_field_and_value():
+    """What the rtl and cycle backends print for a hardware (code, index): the functional
+    message (replayed), or from the instruction's fields alone when the replay runs out."""
+    from driver.backends.explain import explain_error
+
+    img = image("GEMM uop_bgn=0 uop_end=1 iter_out=0 iter_in=1", [Uop(0, 0, 0)])
+    for budget in (10.0, 0.0):
+        err = explain_error(img, ErrorCode.EMPTY_LOOP, 1, "the RTL core", budget=budget)
+        assert (err.code, err.index, err.field, err.value) == (ErrorCode.EMPTY_LOOP, 1,
+                                                               "iter_out", 0)
+        assert str(err).startswith("instruction 1: GEMM with iter_out = 0 (an empty loop)")
+    err = explain_error(PATHOLOGICAL["gemm-early-bad"], ErrorCode.SRAM_RANGE, 1, "the core")
+    assert (err.field, err.value) == ("dst", 2080514) and "GEMM dst index 2080514" in str(err)
