@@ -244,12 +244,17 @@ class _Parser:
         return t.text
 
     # -- module
-    def parse_module(self):
+    def skip_version(self):
+        """The optional ``#[version = "0.0.5"]`` header (TVM requires it; any other version is an
+        error in both)."""
         if self.tok.kind == "version":
             v = re.search(r'"([^"]*)"', self.tok.text).group(1)
-            if not v.startswith("0.0."):
-                raise self.error(f"unsupported text format version {v!r}")
+            if v != "0.0.5":
+                raise self.error(f"unsupported text format version {v!r} (this is version 0.0.5)")
             self.pos += 1
+
+    def parse_module(self):
+        self.skip_version()
         if not (self.tok.kind == "eof" or self.at("def") or self.at("type") or self.at("extern")):
             if self.tok.kind == "ident" and self.peek().kind == "global":
                 raise self.error(f"expected 'def' or 'type' at top level but found {self.tok.text!r}")
@@ -897,8 +902,7 @@ def parse(text, base: IRModule | None = None, source="<string>", constants=None)
 def parse_expr(text, base: IRModule | None = None, source="<string>", constants=None):
     """Parse a single expression (a scope: bindings, lets and ``free_var`` lines, then a result)."""
     p = _Parser(text, source, base, constants)
-    if p.tok.kind == "version":
-        p.pos += 1
+    p.skip_version()
     p.scopes.append({})
     e = p.parse_scope()
     if p.tok.kind != "eof":
