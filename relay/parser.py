@@ -19,7 +19,7 @@ from .ir import (Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar
                  RefWrite, Span, Tuple, TupleGetItem, TypeData, Var)
 from .depth import MAX_NESTING, deep
 from .op.registry import get_op
-from .ty import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
+from .ty import (ANY, DTYPES, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
                  TypeVar, canonical_dtype, is_dtype_name)
 
 __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
@@ -96,8 +96,10 @@ def _tokenize(text, source):
         kind = m.lastgroup
         tok_text = m.group()
         if kind == "metadata":
-            meta = text[m.end():]
+            meta = (text[m.end():], line)
             break
+        if kind == "number" and len(tok_text) > 64:
+            raise ParseError("numeric literal longer than 64 characters", line, pos - line_start + 1, source, text)
         if kind != "ws":
             toks.append(_Tok(kind, tok_text, line, pos - line_start + 1))
         nl = tok_text.count("\n")
@@ -160,17 +162,35 @@ def _number(text):
     return body, dtype, is_float or dtype.startswith("float")
 
 
-def _decode_metadata(meta_text):
-    """Constants of a metadata section: ours (JSON with ``relay.Constant``) or TVM's ``b64ndarrays``."""
-    if meta_text is None or not meta_text.strip():
+def _decode_metadata(meta, source, text):
+    """Constants of a metadata section; a malformed section is a ``ParseError`` at its header."""
+    if meta is None or not meta[0].strip():
         return []
+    try:
+        return _decode_metadata_json(meta[0])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, struct.error) as e:
+        raise ParseError(f"invalid #[metadata] section: {e}", meta[1], 1, source, text) from None
+
+
+def _metadata_array(raw, dtype, shape):
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"bad shape {shape!r}")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_metadata_json(meta_text):
+    """Ours (JSON with ``relay.Constant``) or TVM's (``b64ndarrays``)."""
     data = json.loads(meta_text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
     if "relay.Constant" in data:
-        return [np.frombuffer(base64.b64decode(c["data"]), dtype=c["dtype"]).reshape(c["shape"]).copy()
+        return [_metadata_array(base64.b64decode(c["data"], validate=True), c["dtype"], c["shape"])
                 for c in data["relay.Constant"]]
     out = []
     for b in data.get("b64ndarrays", []):
-        raw = base64.b64decode(b)
+        raw = base64.b64decode(b, validate=True)
         # TVM NDArray blob: magic, reserved, device (2 x i32), ndim (i32), dtype (u8 code, u8 bits, u16 lanes)
         off = 16 + 8
         (ndim,) = struct.unpack_from("<i", raw, off)
@@ -183,7 +203,7 @@ def _decode_metadata(meta_text):
         off += 8
         kind = {0: "int", 1: "uint", 2: "float"}[code]
         dtype = "bool" if (kind == "uint" and bits == 1) else f"{kind}{bits}"
-        out.append(np.frombuffer(raw[off:off + nbytes], dtype=dtype).reshape(shape).copy())
+        out.append(_metadata_array(raw[off:off + nbytes], dtype, list(shape)))
     return out
 
 
@@ -193,7 +213,7 @@ class _Parser:
         self.toks, meta = _tokenize(text, source)
         self.pos = 0
         self.base = base or IRModule()
-        self.constants = list(constants) if constants is not None else _decode_metadata(meta)
+        self.constants = list(constants) if constants is not None else _decode_metadata(meta, source, text)
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}
@@ -693,7 +713,10 @@ class _Parser:
             return -v
         if t.kind == "string":
             self.pos += 1
-            return json.loads(t.text)
+            try:
+                return json.loads(t.text)
+            except ValueError as e:
+                raise self.error(f"invalid string literal: {e}", t) from None
         if self.at("[") or self.at("("):
             close = "]" if self.tok.text == "[" else ")"
             self.pos += 1

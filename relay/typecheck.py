@@ -325,6 +325,9 @@ class _Checker:
             return self.try_relation(r)
         except RelationError as e:
             raise RelayTypeError(f"relation {r.name} failed: {e}", r.expr) from None
+        except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as e:
+            # an attribute of the wrong form that the relation did not anticipate
+            raise RelayTypeError(f"relation {r.name} failed on the call's attributes: {e}", r.expr) from None
         self.unify(t, r.out, r.expr, f"relation {r.name} gives {self.s.resolve(t)}")
         return True
 

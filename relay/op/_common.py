@@ -1,6 +1,7 @@
 """Shared helpers for type relations and numpy kernels."""
 from __future__ import annotations
 
+import numbers
 import re
 
 import numpy as np
@@ -46,8 +47,18 @@ def norm_axes(axes, ndim):
     return out
 
 
+def _is_int(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _ints(v, what):
+    if not (_is_int(v) or isinstance(v, (tuple, list)) and all(_is_int(x) for x in v)):
+        raise RelationError(f"{what} must be an integer or a list of integers, got {v!r}")
+
+
 def pair(v, what):
-    if isinstance(v, int):
+    _ints(v, what)
+    if _is_int(v):
         return (v, v)
     v = tuple(v)
     if len(v) == 1:
@@ -59,7 +70,8 @@ def pair(v, what):
 
 def padding4(p):
     """(top, left, bottom, right) from TVM's 1-, 2- or 4-value padding."""
-    if isinstance(p, int):
+    _ints(p, "padding")
+    if _is_int(p):
         return (p, p, p, p)
     p = tuple(p)
     if len(p) == 1:
