@@ -50,7 +50,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+|//[^\n]*)
   | (?P<version>\#\[version\s*=\s*"[^"]*"\])
   | (?P<metadata>\#\[metadata\])
-  | (?P<local>%[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)
+  | (?P<local>%[A-Za-z0-9_/]+(?:\.[A-Za-z0-9_/]+)*)
   | (?P<global>@[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\]|\\.)*")
