@@ -35,7 +35,7 @@ from relay.interpreter import ConstructorValue
 HERE = Path(__file__).parent
 CASES_DIR = HERE / "conformance"
 STD_DIR = HERE / "tvm"
-STD_ORDER = ("prelude", "nat", "core")
+STD_ORDER = ("prelude", "nat", "core", "gradient")
 
 
 def load_cases():
