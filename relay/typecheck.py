@@ -3,9 +3,15 @@
 ``check_module`` infers the type of every expression of every global function.  Holes
 (``IncompleteType``) are introduced for unannotated variables and call results and are solved by
 unification; each operator call adds its relation, which is re-run whenever it could not yet
-decide, until everything is solved, a relation fails (a ``RelayTypeError`` that points at the
-call and names the relation), or a fixpoint is reached with holes left (an error asking for an
-annotation).
+decide (and whose backward rule, if any, meanwhile assigns argument types from what is known),
+until everything is solved, a relation fails (a ``RelayTypeError`` that points at the call and
+names the relation), or a fixpoint is reached with an expression whose whole type is unknown
+(an error asking for an annotation).
+
+Type parameters are rigid inside their definition; every use of a polymorphic global,
+constructor or function value is instantiated with fresh holes, and unifying a polymorphic
+function type with a less polymorphic one instantiates the extra parameters, as TVM's unifier
+does.  Globals without a full signature are inferred on first use, before their users.
 """
 from __future__ import annotations
 
@@ -177,11 +183,9 @@ class _Solver:
             # function where a monomorphic one is expected is instantiated there).
             m = dict(zip(a.type_params, b.type_params))
             m.update({p: IncompleteType() for p in a.type_params[len(b.type_params):]})
-            a = FuncType(tuple(substitute(x, m) for x in a.arg_types), substitute(a.ret_type, m))
-            m = {}
             for x, y in zip(a.arg_types, b.arg_types):
-                self.unify(x, substitute(y, m))
-            self.unify(a.ret_type, substitute(b.ret_type, m))
+                self.unify(substitute(x, m), y)
+            self.unify(substitute(a.ret_type, m), b.ret_type)
             return
         if isinstance(a, RefType) and isinstance(b, RefType):
             self.unify(a.value, b.value)
