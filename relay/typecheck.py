@@ -231,6 +231,7 @@ class _Rel:
     out: Type
     expr: Expr
     back: object = None
+    of_value: bool = False   # the relation of an operator used as a value (dropped if never solved)
 
 
 @dataclass
@@ -403,7 +404,27 @@ class _Checker:
         return TensorType(e.data.shape, str(e.data.dtype))
 
     def visit_op(self, e):
-        raise RelayTypeError(f"operator {e.name} can only be called, not used as a value", e)
+        """An operator as a value (TVM: its relation-constrained function type): a function of
+        holes under its relation, which a call of the value solves; if it is never called the
+        relation is dropped (the value stays polymorphic, as in TVM)."""
+        try:
+            opdef = get_op(e.name)
+        except KeyError as err:
+            raise RelayTypeError(str(err.args[0]), e) from None
+        if opdef.num_inputs is None or (opdef.min_inputs is not None and opdef.min_inputs != opdef.num_inputs):
+            raise RelayTypeError(f"operator {e.name} takes a variable number of arguments, so it can only be "
+                                 f"called, not used as a value", e)
+        try:
+            attrs = opdef.normalize_attrs({})
+        except ValueError as err:
+            raise RelayTypeError(f"{err}, so {e.name} can only be called, not used as a value", e) from None
+        args = [IncompleteType() for _ in range(opdef.num_inputs)]
+        out = IncompleteType()
+        rel = get_relation(opdef.relation)
+        r = _Rel(opdef.relation, lambda ts, rel=rel, attrs=attrs: rel(ts, attrs), args, out, e, None, True)
+        if not self.try_relation(r):
+            self.pending.append(r)
+        return FuncType(tuple(args), out)
 
     def visit_constructor(self, e):
         ins, ret = self.constructor_type(e)
@@ -606,6 +627,7 @@ def check_module(mod: IRModule) -> TypeInfo:
             ck.infer(fn)
         ck.solve()
     ck.solve()
+    ck.pending = [r for r in ck.pending if not r.of_value]
     if ck.pending:
         r = ck.pending[0]
         raise RelayTypeError(f"relation {r.name} cannot be solved: the types of its arguments are unknown "
