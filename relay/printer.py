@@ -144,6 +144,9 @@ def _indent_by_braces(text):
     for line in text.split("\n"):
         closers = len(line) - len(line.lstrip("}"))
         out.append("  " * max(depth - closers, 0) + line if line else line)
+        if '"' not in line:
+            depth += line.count("{") - line.count("}")
+            continue
         in_string = escaped = False
         for ch in line:
             if in_string:

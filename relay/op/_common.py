@@ -1,6 +1,7 @@
 """Shared helpers for type relations and numpy kernels."""
 from __future__ import annotations
 
+import functools
 import numbers
 import re
 
@@ -87,7 +88,14 @@ _LAYOUT_RE = re.compile(r"(\d*)([A-Za-z])")
 
 
 def parse_layout(layout):
-    """``"NCHW1n16c"`` -> ``[("N", None), ("C", None), ("H", None), ("W", None), ("n", 1), ("c", 16)]``."""
+    """``"NCHW1n16c"`` -> ``(("N", None), ("C", None), ("H", None), ("W", None), ("n", 1), ("c", 16))``."""
+    if not isinstance(layout, str):
+        raise RelationError(f"a layout must be a string such as NCHW, got {layout!r}")
+    return _parse_layout(layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_layout(layout):
     out = []
     pos = 0
     for m in _LAYOUT_RE.finditer(layout):
@@ -111,7 +119,7 @@ def parse_layout(layout):
             raise RelationError(f"bad layout {layout!r}: sub-axis {a} without primal axis {a.upper()}")
     if len(set(a for a, _ in out)) != len(out):
         raise RelationError(f"bad layout {layout!r}: repeated axis")
-    return out
+    return tuple(out)
 
 
 def _mul(a, b):
