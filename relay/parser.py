@@ -315,7 +315,10 @@ class _Parser:
                 raise self.error(f"global @{name} is defined twice", self.toks[p])
             functions[name] = fn
         self.pos = end
-        mod = self.base.update(IRModule(functions, self.typedefs))
+        base = _without_stale(self.base, set(self.typedefs))
+        if base is not self.base:   # the text replaces part of the base: its definitions come in its order
+            base = IRModule({n: f for n, f in base.functions.items() if n not in functions}, base.type_definitions)
+        mod = base.update(IRModule(functions, self.typedefs))
         for gv in self.global_refs:
             if gv.name_hint not in mod.functions:
                 raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
@@ -915,6 +918,92 @@ def _nesting_error(message):
 
 
 @deep(_nesting_error)
+def _type_names(t, out):
+    """The ADT names a type mentions."""
+    if isinstance(t, TypeCall):
+        out.add(t.func.name)
+        for a in t.args:
+            _type_names(a, out)
+    elif isinstance(t, GlobalTypeVar):
+        out.add(t.name)
+    elif isinstance(t, TupleType):
+        for f in t.fields:
+            _type_names(f, out)
+    elif isinstance(t, FuncType):
+        for a in t.arg_types:
+            _type_names(a, out)
+        _type_names(t.ret_type, out)
+    elif isinstance(t, RefType):
+        _type_names(t.value, out)
+    return out
+
+
+def _mentions(fn):
+    """ADT names and globals a function's definition refers to."""
+    from .visitor import ExprVisitor
+
+    class Collect(ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.types, self.globals = set(), set()
+
+        def visit_var(self, e):
+            if e.type_annotation is not None:
+                _type_names(e.type_annotation, self.types)
+
+        def visit_globalvar(self, e):
+            self.globals.add(e.name_hint)
+
+        def visit_constructor(self, e):
+            self.types.add(e.belongs_to.name)
+
+        def visit_function(self, e):
+            if e.ret_type is not None:
+                _type_names(e.ret_type, self.types)
+            super().visit_function(e)
+
+        def visit_match(self, e):
+            stack = [c.lhs for c in e.clauses]
+            while stack:
+                p = stack.pop()
+                if isinstance(p, PatternConstructor):
+                    self.types.add(p.constructor.belongs_to.name)
+                stack.extend(getattr(p, "patterns", ()))
+            super().visit_match(e)
+    c = Collect()
+    c.visit(fn)
+    return c.types, c.globals
+
+
+def _without_stale(base, redefined):
+    """``base`` without the types a text redefines and the definitions that depend on them (a
+    text that brings its own ``List`` replaces the prelude's, and the prelude functions over the
+    old one go with it)."""
+    redefined = redefined & set(base.type_definitions)
+    if not redefined:
+        return base
+    stale_types = set(redefined)
+    changed = True
+    while changed:   # types whose constructors mention stale types are stale too
+        changed = False
+        for name, td in base.type_definitions.items():
+            if name not in stale_types and any(_type_names(t, set()) & stale_types
+                                               for c in td.constructors for t in c.inputs):
+                stale_types.add(name)
+                changed = True
+    uses = {name: _mentions(fn) for name, fn in base.functions.items()}
+    stale_fns = {n for n, (ts, _) in uses.items() if ts & stale_types}
+    changed = True
+    while changed:
+        changed = False
+        for n, (_, gs) in uses.items():
+            if n not in stale_fns and gs & stale_fns:
+                stale_fns.add(n)
+                changed = True
+    return IRModule({n: f for n, f in base.functions.items() if n not in stale_fns},
+                    {n: td for n, td in base.type_definitions.items() if n not in stale_types})
+
+
 def parse(text, base: IRModule | None = None, source="<string>", constants=None) -> IRModule:
     """Parse a module.  ``base`` supplies definitions (e.g. the prelude) that the text may use;
     the result contains them plus the text's own.  ``constants`` overrides the metadata section."""

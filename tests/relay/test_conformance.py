@@ -253,6 +253,22 @@ def test_prelude_has_tvms_functions_at_their_types():
         assert relay.type_to_text(ours[name]) == relay.type_to_text(t), name
 
 
+@pytest.mark.parametrize("name", STD_ORDER)
+def test_std_files_check_from_the_command_line(name, capsys):
+    """``python -m relay check prelude.rly``: a file that brings its own List, Option and Tree
+    replaces the built-in prelude's (and the prelude functions over them)."""
+    from relay import cli
+    path = STD_DIR / f"{name}.rly"
+    if name == "nat":   # nat.rly uses the prelude's List, @hd and @tl
+        assert cli.main(["check", str(path)]) == 0
+    else:
+        assert cli.main(["check", str(path)]) == 0
+        assert cli.main(["check", "--no-prelude", str(path)]) == 0
+    out = capsys.readouterr().out
+    if name == "prelude":
+        assert "@map: fn [A, B](fn (A) -> B, List[A]) -> List[B]" in out
+
+
 def summary():
     """Pass counts: total, and per aspect (parse: the parse stage agrees with TVM; type: accept
     or reject agrees and the printed types equal TVM's; value: the evaluated value equals TVM's;
