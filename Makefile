@@ -25,7 +25,7 @@ SCALE ?= 20
 all: test
 
 help:
-	@sed -n '1,9p' Makefile
+	@sed -n '1,8p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)

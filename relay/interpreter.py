@@ -94,6 +94,13 @@ class Interpreter:
             return self._eval(fn.body, env, {})
         if isinstance(f, Constructor):
             return ConstructorValue(f, tuple(args))
+        if isinstance(f, Op):   # an operator passed as a value, with its default attributes
+            opdef = get_op(f.name)
+            try:
+                out = opdef.compute(args, opdef.normalize_attrs({}))
+            except Exception as err:
+                raise RelayRuntimeError(f"{f.name} failed: {err}") from err
+            return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
         raise RelayRuntimeError(f"cannot call {f!r}")
 
     def _eval(self, e, env, memo):
@@ -159,7 +166,7 @@ class Interpreter:
                 r.value = self._eval(e.value, env, memo)
                 return ()
             if t is Op:
-                raise RelayRuntimeError(f"operator {e.name} used as a value")
+                return e
             raise RelayRuntimeError(f"cannot evaluate {t.__name__}")
 
     def _eval_call(self, e, env, memo):

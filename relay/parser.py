@@ -19,7 +19,7 @@ from .ir import (Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar
                  RefWrite, Span, Tuple, TupleGetItem, TypeData, Var)
 from .depth import MAX_NESTING, deep
 from .op.registry import get_op
-from .ty import (ANY, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
+from .ty import (ANY, DTYPES, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
                  TypeVar, canonical_dtype, is_dtype_name)
 
 __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
@@ -52,7 +52,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<ws>\s+|//[^\n]*)
   | (?P<version>\#\[version\s*=\s*"[^"]*"\])
   | (?P<metadata>\#\[metadata\])
-  | (?P<local>%[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)
+  | (?P<local>%[A-Za-z0-9_/]+(?:\.[A-Za-z0-9_/]+)*)
   | (?P<global>@[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\]|\\.)*")
@@ -98,8 +98,10 @@ def _tokenize(text, source):
         kind = m.lastgroup
         tok_text = m.group()
         if kind == "metadata":
-            meta = text[m.end():]
+            meta = (text[m.end():], line)
             break
+        if kind == "number" and len(tok_text) > 64:
+            raise ParseError("numeric literal longer than 64 characters", line, pos - line_start + 1, source, text)
         if kind != "ws":
             toks.append(_Tok(kind, tok_text, line, pos - line_start + 1))
         nl = tok_text.count("\n")
@@ -162,17 +164,36 @@ def _number(text):
     return body, dtype, is_float or dtype.startswith("float")
 
 
-def _decode_metadata(meta_text):
-    """Constants of a metadata section: ours (JSON with ``relay.Constant``) or TVM's ``b64ndarrays``."""
-    if meta_text is None or not meta_text.strip():
+def _decode_metadata(meta, source, text):
+    """Constants of a metadata section; a malformed section is a ``ParseError`` at its header."""
+    if meta is None or not meta[0].strip():
         return []
+    try:
+        return _decode_metadata_json(meta[0])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError,
+            MemoryError, struct.error) as e:   # binascii.Error is a ValueError
+        raise ParseError(f"invalid #[metadata] section: {str(e)[:200]}", meta[1], 1, source, text) from None
+
+
+def _metadata_array(raw, dtype, shape):
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"bad shape {shape!r}")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_metadata_json(meta_text):
+    """Ours (JSON with ``relay.Constant``) or TVM's (``b64ndarrays``)."""
     data = json.loads(meta_text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
     if "relay.Constant" in data:
-        return [np.frombuffer(base64.b64decode(c["data"]), dtype=c["dtype"]).reshape(c["shape"]).copy()
+        return [_metadata_array(base64.b64decode(c["data"], validate=True), c["dtype"], c["shape"])
                 for c in data["relay.Constant"]]
     out = []
     for b in data.get("b64ndarrays", []):
-        raw = base64.b64decode(b)
+        raw = base64.b64decode(b, validate=True)
         # TVM NDArray blob: magic, reserved, device (2 x i32), ndim (i32), dtype (u8 code, u8 bits, u16 lanes)
         off = 16 + 8
         (ndim,) = struct.unpack_from("<i", raw, off)
@@ -185,19 +206,8 @@ def _decode_metadata(meta_text):
         off += 8
         kind = {0: "int", 1: "uint", 2: "float"}[code]
         dtype = "bool" if (kind == "uint" and bits == 1) else f"{kind}{bits}"
-        out.append(np.frombuffer(raw[off:off + nbytes], dtype=dtype).reshape(shape).copy())
+        out.append(_metadata_array(raw[off:off + nbytes], dtype, list(shape)))
     return out
-
-
-def _checked_metadata(meta_text, text, source):
-    """:func:`_decode_metadata`, with a garbage section reported as a ParseError at its line."""
-    try:
-        return _decode_metadata(meta_text)
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError,
-            OverflowError, MemoryError, struct.error) as exc:   # binascii.Error is a ValueError
-        line = text.count("\n", 0, len(text) - len(meta_text)) + 1
-        raise ParseError(f"the metadata section is not valid: {type(exc).__name__}: "
-                         f"{str(exc)[:200]}", line, 1, source) from None
 
 
 class _Parser:
@@ -206,8 +216,7 @@ class _Parser:
         self.toks, meta = _tokenize(text, source)
         self.pos = 0
         self.base = base or IRModule()
-        self.constants = list(constants) if constants is not None else \
-            _checked_metadata(meta, text, source)
+        self.constants = list(constants) if constants is not None else _decode_metadata(meta, source, text)
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}
@@ -258,12 +267,17 @@ class _Parser:
         return t.text
 
     # -- module
-    def parse_module(self):
+    def skip_version(self):
+        """The optional ``#[version = "0.0.5"]`` header (TVM requires it; any other version is an
+        error in both)."""
         if self.tok.kind == "version":
             v = re.search(r'"([^"]*)"', self.tok.text).group(1)
-            if not re.fullmatch(r"0\.0\.[0-9]+", v, re.ASCII):   # not "0.0.x-garbage"
-                raise self.error(f"unsupported text format version {v!r}")
+            if v != "0.0.5":
+                raise self.error(f"unsupported text format version {v!r} (this is version 0.0.5)")
             self.pos += 1
+
+    def parse_module(self):
+        self.skip_version()
         if not (self.tok.kind == "eof" or self.at("def") or self.at("type") or self.at("extern")):
             if self.tok.kind == "ident" and self.peek().kind == "global":
                 raise self.error(f"expected 'def' or 'type' at top level but found {self.tok.text!r}")
@@ -304,7 +318,10 @@ class _Parser:
                 raise self.error(f"global @{name} is defined twice", self.toks[p])
             functions[name] = fn
         self.pos = end
-        mod = self.base.update(IRModule(functions, self.typedefs))
+        base = _without_stale(self.base, set(self.typedefs))
+        if base is not self.base:   # the text replaces part of the base: its definitions come in its order
+            base = IRModule({n: f for n, f in base.functions.items() if n not in functions}, base.type_definitions)
+        mod = base.update(IRModule(functions, self.typedefs))
         for gv in self.global_refs:
             if gv.name_hint not in mod.functions:
                 raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
@@ -702,7 +719,10 @@ class _Parser:
             return -v
         if t.kind == "string":
             self.pos += 1
-            return json.loads(t.text)
+            try:
+                return json.loads(t.text)
+            except ValueError as e:
+                raise self.error(f"invalid string literal: {e}", t) from None
         if self.at("[") or self.at("("):
             close = "]" if self.tok.text == "[" else ")"
             self.pos += 1
@@ -901,6 +921,92 @@ def _nesting_error(message):
 
 
 @deep(_nesting_error)
+def _type_names(t, out):
+    """The ADT names a type mentions."""
+    if isinstance(t, TypeCall):
+        out.add(t.func.name)
+        for a in t.args:
+            _type_names(a, out)
+    elif isinstance(t, GlobalTypeVar):
+        out.add(t.name)
+    elif isinstance(t, TupleType):
+        for f in t.fields:
+            _type_names(f, out)
+    elif isinstance(t, FuncType):
+        for a in t.arg_types:
+            _type_names(a, out)
+        _type_names(t.ret_type, out)
+    elif isinstance(t, RefType):
+        _type_names(t.value, out)
+    return out
+
+
+def _mentions(fn):
+    """ADT names and globals a function's definition refers to."""
+    from .visitor import ExprVisitor
+
+    class Collect(ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.types, self.globals = set(), set()
+
+        def visit_var(self, e):
+            if e.type_annotation is not None:
+                _type_names(e.type_annotation, self.types)
+
+        def visit_globalvar(self, e):
+            self.globals.add(e.name_hint)
+
+        def visit_constructor(self, e):
+            self.types.add(e.belongs_to.name)
+
+        def visit_function(self, e):
+            if e.ret_type is not None:
+                _type_names(e.ret_type, self.types)
+            super().visit_function(e)
+
+        def visit_match(self, e):
+            stack = [c.lhs for c in e.clauses]
+            while stack:
+                p = stack.pop()
+                if isinstance(p, PatternConstructor):
+                    self.types.add(p.constructor.belongs_to.name)
+                stack.extend(getattr(p, "patterns", ()))
+            super().visit_match(e)
+    c = Collect()
+    c.visit(fn)
+    return c.types, c.globals
+
+
+def _without_stale(base, redefined):
+    """``base`` without the types a text redefines and the definitions that depend on them (a
+    text that brings its own ``List`` replaces the prelude's, and the prelude functions over the
+    old one go with it)."""
+    redefined = redefined & set(base.type_definitions)
+    if not redefined:
+        return base
+    stale_types = set(redefined)
+    changed = True
+    while changed:   # types whose constructors mention stale types are stale too
+        changed = False
+        for name, td in base.type_definitions.items():
+            if name not in stale_types and any(_type_names(t, set()) & stale_types
+                                               for c in td.constructors for t in c.inputs):
+                stale_types.add(name)
+                changed = True
+    uses = {name: _mentions(fn) for name, fn in base.functions.items()}
+    stale_fns = {n for n, (ts, _) in uses.items() if ts & stale_types}
+    changed = True
+    while changed:
+        changed = False
+        for n, (_, gs) in uses.items():
+            if n not in stale_fns and gs & stale_fns:
+                stale_fns.add(n)
+                changed = True
+    return IRModule({n: f for n, f in base.functions.items() if n not in stale_fns},
+                    {n: td for n, td in base.type_definitions.items() if n not in stale_types})
+
+
 def parse(text, base: IRModule | None = None, source="<string>", constants=None) -> IRModule:
     """Parse a module.  ``base`` supplies definitions (e.g. the prelude) that the text may use;
     the result contains them plus the text's own.  ``constants`` overrides the metadata section."""
@@ -911,8 +1017,7 @@ def parse(text, base: IRModule | None = None, source="<string>", constants=None)
 def parse_expr(text, base: IRModule | None = None, source="<string>", constants=None):
     """Parse a single expression (a scope: bindings, lets and ``free_var`` lines, then a result)."""
     p = _Parser(text, source, base, constants)
-    if p.tok.kind == "version":
-        p.pos += 1
+    p.skip_version()
     p.scopes.append({})
     e = p.parse_scope()
     if p.tok.kind != "eof":

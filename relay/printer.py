@@ -96,7 +96,44 @@ def attr_text(v):
     raise TypeError(f"cannot print attribute value {v!r}")
 
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"^[A-Za-z_/][A-Za-z0-9_/]*$")
+
+
+def _use_counts(root):
+    """How many parents refer to each compound node under ``root`` (iteratively: programs may be
+    deep)."""
+    uses, seen, stack = {}, set(), [root]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Call):
+            kids = (e.op, *e.args)
+        elif isinstance(e, Tuple):
+            kids = e.fields
+        elif isinstance(e, TupleGetItem):
+            kids = (e.tuple_value,)
+        elif isinstance(e, Let):
+            kids = (e.value, e.body)
+        elif isinstance(e, If):
+            kids = (e.cond, e.true_branch, e.false_branch)
+        elif isinstance(e, Function):
+            kids = (e.body,)
+        elif isinstance(e, Match):
+            kids = (e.data, *(c.rhs for c in e.clauses))
+        elif isinstance(e, RefCreate):
+            kids = (e.value,)
+        elif isinstance(e, RefRead):
+            kids = (e.ref,)
+        elif isinstance(e, RefWrite):
+            kids = (e.ref, e.value)
+        else:
+            kids = ()
+        for k in kids:
+            uses[id(k)] = uses.get(id(k), 0) + 1
+            stack.append(k)
+    return uses
 
 
 def _indent_by_braces(text):
@@ -107,6 +144,9 @@ def _indent_by_braces(text):
     for line in text.split("\n"):
         closers = len(line) - len(line.lstrip("}"))
         out.append("  " * max(depth - closers, 0) + line if line else line)
+        if '"' not in line:
+            depth += line.count("{") - line.count("}")
+            continue
         in_string = escaped = False
         for ch in line:
             if in_string:
@@ -128,6 +168,7 @@ def _indent_by_braces(text):
 class _Printer:
     def __init__(self, show_meta_data=True, meta=None):
         self.show_meta_data = show_meta_data
+        self.uses = {}
         self.meta = meta if meta is not None else []
         self.meta_ids = {}
         self.reset_names()
@@ -142,7 +183,7 @@ class _Printer:
 
     # -- names
     def fresh_name(self, v):
-        base = re.sub(r"\W", "_", v.name_hint or "")
+        base = re.sub(r"[^\w/]", "_", v.name_hint or "")   # TVM's identifiers may contain /
         if not _NAME_RE.match(base):
             base = "v" + base   # numeric names would read as graph temporaries
         name, i = base, 1
@@ -200,6 +241,8 @@ class _Printer:
         for lines, memo in reversed(self.scopes):
             if id(e) in memo:
                 return memo[id(e)][1]
+        if self.uses.get(id(e), 0) > 1 and not isinstance(e, (Function, Let, If, Match)):
+            return self.atom(e)   # a shared node is bound once, then named (as TVM prints it)
         return self.inline(e)
 
     def block(self, e):
@@ -331,6 +374,7 @@ def module_to_text(mod: IRModule, show_meta_data=True, only=None):
     for name, fn in mod.functions.items():
         if only is None or name in only:
             p.reset_names()
+            p.uses = _use_counts(fn)
             parts.append(p.function(fn, f"def @{name}"))
     text = _indent_by_braces("\n".join(parts)) + "\n"
     meta = p.metadata()
@@ -343,6 +387,7 @@ def expr_to_text(e, show_meta_data=False):
     expression (metadata omitted by default)."""
     from .analysis import free_vars
     p = _Printer(show_meta_data)
+    p.uses = _use_counts(e)
     # free variables are declared first, as TVM prints them, so the text parses back alone
     decls = [f"free_var {p.var_decl(v)};" for v in free_vars(e)]
     text = _indent_by_braces("\n".join(decls + [p.block(e)]))

@@ -21,7 +21,7 @@ DTYPES = (
 
 # TVM's dtype spellings beyond DTYPES: other bit widths and vector lanes (``int8x4``,
 # ``uint1x4``, ``float16x4``).  They type-check; only DTYPES have kernels.
-_DTYPE_RE = re.compile(r"^(int|uint|float)(1|4|8|16|32|64)?(?:x([1-9][0-9]*))?$")
+_DTYPE_RE = re.compile(r"^(int|uint|float|bfloat)(1|4|8|16|32|64)?(?:x([1-9][0-9]*))?$")
 
 
 def is_dtype_name(name: str) -> bool:
@@ -36,7 +36,7 @@ def canonical_dtype(name: str) -> str:
     if name == "bool":
         return name
     m = _DTYPE_RE.match(name)
-    if not m or m.group(1) == "float" and m.group(2) in ("1", "4", "8"):
+    if not m or m.group(1) == "float" and m.group(2) in ("1", "4", "8") or m.group(1) == "bfloat" and m.group(2) != "16":
         raise ValueError(f"unknown dtype {name!r}; expected e.g. {', '.join(DTYPES)} or a vector such as int8x4")
     kind, bits, lanes = m.group(1), m.group(2) or "32", m.group(3)
     return f"{kind}{bits}" + (f"x{lanes}" if lanes and lanes != "1" else "")

@@ -3,9 +3,15 @@
 ``check_module`` infers the type of every expression of every global function.  Holes
 (``IncompleteType``) are introduced for unannotated variables and call results and are solved by
 unification; each operator call adds its relation, which is re-run whenever it could not yet
-decide, until everything is solved, a relation fails (a ``RelayTypeError`` that points at the
-call and names the relation), or a fixpoint is reached with holes left (an error asking for an
-annotation).
+decide (and whose backward rule, if any, meanwhile assigns argument types from what is known),
+until everything is solved, a relation fails (a ``RelayTypeError`` that points at the call and
+names the relation), or a fixpoint is reached with an expression whose whole type is unknown
+(an error asking for an annotation).
+
+Type parameters are rigid inside their definition; every use of a polymorphic global,
+constructor or function value is instantiated with fresh holes, and unifying a polymorphic
+function type with a less polymorphic one instantiates the extra parameters, as TVM's unifier
+does.  Globals without a full signature are inferred on first use, before their users.
 """
 from __future__ import annotations
 
@@ -179,11 +185,9 @@ class _Solver:
             # function where a monomorphic one is expected is instantiated there).
             m = dict(zip(a.type_params, b.type_params))
             m.update({p: IncompleteType() for p in a.type_params[len(b.type_params):]})
-            a = FuncType(tuple(substitute(x, m) for x in a.arg_types), substitute(a.ret_type, m))
-            m = {}
             for x, y in zip(a.arg_types, b.arg_types):
-                self.unify(x, substitute(y, m))
-            self.unify(a.ret_type, substitute(b.ret_type, m))
+                self.unify(substitute(x, m), y)
+            self.unify(substitute(a.ret_type, m), b.ret_type)
             return
         if isinstance(a, RefType) and isinstance(b, RefType):
             self.unify(a.value, b.value)
@@ -229,6 +233,7 @@ class _Rel:
     out: Type
     expr: Expr
     back: object = None
+    of_value: bool = False   # the relation of an operator used as a value (dropped if never solved)
 
 
 @dataclass
@@ -327,6 +332,9 @@ class _Checker:
             return self.try_relation(r)
         except RelationError as e:
             raise RelayTypeError(f"relation {r.name} failed: {e}", r.expr) from None
+        except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as e:
+            # an attribute of the wrong form that the relation did not anticipate
+            raise RelayTypeError(f"relation {r.name} failed on the call's attributes: {e}", r.expr) from None
         self.unify(t, r.out, r.expr, f"relation {r.name} gives {self.s.resolve(t)}")
         return True
 
@@ -398,7 +406,27 @@ class _Checker:
         return TensorType(e.data.shape, str(e.data.dtype))
 
     def visit_op(self, e):
-        raise RelayTypeError(f"operator {e.name} can only be called, not used as a value", e)
+        """An operator as a value (TVM: its relation-constrained function type): a function of
+        holes under its relation, which a call of the value solves; if it is never called the
+        relation is dropped (the value stays polymorphic, as in TVM)."""
+        try:
+            opdef = get_op(e.name)
+        except KeyError as err:
+            raise RelayTypeError(str(err.args[0]), e) from None
+        if opdef.num_inputs is None or (opdef.min_inputs is not None and opdef.min_inputs != opdef.num_inputs):
+            raise RelayTypeError(f"operator {e.name} takes a variable number of arguments, so it can only be "
+                                 f"called, not used as a value", e)
+        try:
+            attrs = opdef.normalize_attrs({})
+        except ValueError as err:
+            raise RelayTypeError(f"{err}, so {e.name} can only be called, not used as a value", e) from None
+        args = [IncompleteType() for _ in range(opdef.num_inputs)]
+        out = IncompleteType()
+        rel = get_relation(opdef.relation)
+        r = _Rel(opdef.relation, lambda ts, rel=rel, attrs=attrs: rel(ts, attrs), args, out, e, None, True)
+        if not self.try_relation(r):
+            self.pending.append(r)
+        return FuncType(tuple(args), out)
 
     def visit_constructor(self, e):
         ins, ret = self.constructor_type(e)
@@ -601,6 +629,7 @@ def check_module(mod: IRModule) -> TypeInfo:
             ck.infer(fn)
         ck.solve()
     ck.solve()
+    ck.pending = [r for r in ck.pending if not r.of_value]
     if ck.pending:
         r = ck.pending[0]
         raise RelayTypeError(f"relation {r.name} cannot be solved: the types of its arguments are unknown "

@@ -248,8 +248,7 @@ def dense_rel(args, attrs):
     units = weight.shape[0]
     if attrs["units"] is not None and known(units) and attrs["units"] != units:
         raise RelationError(f"attribute units={attrs['units']} but weight has {units} rows")
-    if data.dtype != weight.dtype and not attrs["out_dtype"]:
-        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    # as TVM's MatmulRel: the weight's dtype is not checked; the output has out_dtype or the data's
     return TensorType(data.shape[:-1] + (units,), attrs["out_dtype"] or data.dtype)
 
 
@@ -317,6 +316,14 @@ def batch_norm_rel(args, attrs):
             raise RelationError(f"{name} must have shape ({dim_str(c)},), got {_shape_str(t.shape)}")
     vec = TensorType((c,), data.dtype)
     return TupleType((data, vec, vec))
+
+
+@backward("BatchNorm")
+def batch_norm_backward(args, out, attrs):
+    """gamma, beta, moving mean and variance from the data's ``axis`` (TVM's BatchNormRel)."""
+    data = as_tensor(args[0], "data")
+    vec = TensorType((data.shape[norm_axis(attrs["axis"], data.ndim)],), data.dtype)
+    return {i: vec for i in range(1, 5)}
 
 
 @register_op("nn.batch_norm", num_inputs=5, relation="BatchNorm", pattern=OpPattern.OPAQUE,

@@ -2,6 +2,7 @@
 an op pattern (used by fusion) and a numpy compute function."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Optional
@@ -117,6 +118,7 @@ class OpDef:
         out = {}
         for k, default in self.attrs.items():
             if k in attrs:
+                _check_attr_kind(self.name, k, attrs[k], default)
                 out[k] = attrs[k]
             elif default is REQUIRED:
                 raise ValueError(f"{self.name} requires attribute {k!r}")
@@ -130,6 +132,25 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = str(hi) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise ValueError(f"{self.name} takes {want} argument(s), got {n}")
+
+
+def _check_attr_kind(op, key, value, default):
+    """An attribute has the kind of its default: a number, a string, or a list (a number
+    where a list is expected is accepted, as for ``strides=2``); None is always allowed."""
+    if value is None or default is None or default is REQUIRED:
+        return
+    if isinstance(default, numbers.Number):
+        ok = isinstance(value, numbers.Number)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, (tuple, list)):
+        ok = isinstance(value, (numbers.Number, tuple, list)) and all(
+            isinstance(v, numbers.Number) for v in (value if isinstance(value, (tuple, list)) else [value]))
+    else:
+        ok = True
+    if not ok:
+        raise ValueError(f"{op} attribute {key}={value!r} must be "
+                         f"{'a number' if isinstance(default, numbers.Number) else 'a string' if isinstance(default, str) else 'a list of numbers'}")
 
 
 _OPS: dict = {}

@@ -234,7 +234,9 @@ def take_rel(args, attrs):
     """``indices``' shape replaces ``axis`` of the data (of the flattened data without one)."""
     data, idx = as_tensor(args[0], "data"), as_tensor(args[1], "indices")
     if not idx.dtype.startswith(("int", "uint")):
-        raise RelationError(f"indices must be an integer tensor, got {idx.dtype}")
+        raise RelationError(f"indices must be integers, not {idx.dtype}")
+    if attrs["batch_dims"] != 0:
+        raise RelationError(f"batch_dims={attrs['batch_dims']} is not supported (only 0)")
     if attrs["mode"] not in ("clip", "wrap", "fast"):
         raise RelationError(f"mode must be clip, wrap or fast, got {attrs['mode']!r}")
     if attrs["axis"] is None:

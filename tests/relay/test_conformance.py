@@ -8,7 +8,9 @@ or ``type-error`` (it parses; TVM's ``InferType`` rejects it).  For accepted pro
 the type of ``@main`` (module) or of the expression, as TVM prints it; ``types`` gives other
 globals' types; ``value`` (a Python literal) is the result of evaluating the expression or calling
 ``@main`` with no arguments where TVM's test asserts one (nat values are counted, lists become
-Python lists, as TVM's test helpers ``count`` and ``to_list`` do); ``error`` is a fragment the
+Python lists, as TVM's test helpers ``count`` and ``to_list`` do); ``prints`` is the text TVM's
+printer writes for it (without the version line), ``prints_contains`` fragments of that text;
+``error`` is a fragment the
 rejection message must contain (line:column and the rule); ``differs`` says why relay/ departs
 from TVM on that case (an expected failure, documented in docs/relay.md).
 
@@ -33,7 +35,7 @@ from relay.interpreter import ConstructorValue
 HERE = Path(__file__).parent
 CASES_DIR = HERE / "conformance"
 STD_DIR = HERE / "tvm"
-STD_ORDER = ("prelude", "nat", "core")
+STD_ORDER = ("prelude", "nat", "core", "gradient")
 
 
 def load_cases():
@@ -102,6 +104,7 @@ class Outcome:
         self.type = None
         self.types = {}
         self.value = None
+        self.text = None
 
 
 def run_case(c) -> Outcome:
@@ -127,6 +130,12 @@ def run_case(c) -> Outcome:
         out.stage, out.error = "type-error", str(e)
         return out
     out.stage = "ok"
+    if c["kind"] == "expr":
+        out.text = relay.expr_to_text(tree)
+    else:
+        out.text = relay.module_to_text(tree, only=set(tree.functions) - set(base.functions if base else {})
+                                        | set(tree.type_definitions) - set(base.type_definitions if base else {}))
+        out.text = out.text.removeprefix('#[version = "0.0.5"]\n').rstrip("\n")
     if "value" in c:
         if c["kind"] == "expr":
             out.value = to_value(relay.evaluate(tree, base))
@@ -157,6 +166,11 @@ def check(c, out: Outcome):
     for g, t in c.get("types", {}).items():
         if out.types.get(g) != t:
             bad.append(f"type of @{g}: TVM {t}; here {out.types.get(g)}")
+    if "prints" in c and out.text != c["prints"].strip("\n"):
+        bad.append(f"printed: TVM {c['prints']!r}; here {out.text!r}")
+    for fragment in c.get("prints_contains", []):
+        if fragment.strip("\n") not in out.text:
+            bad.append(f"printed text lacks TVM's {fragment!r}: {out.text!r}")
     if "value" in c and not same_value(out.value, ast.literal_eval(c["value"])):
         bad.append(f"value: TVM {c['value']}; here {out.value!r}")
     return bad
@@ -239,10 +253,27 @@ def test_prelude_has_tvms_functions_at_their_types():
         assert relay.type_to_text(ours[name]) == relay.type_to_text(t), name
 
 
+@pytest.mark.parametrize("name", STD_ORDER)
+def test_std_files_check_from_the_command_line(name, capsys):
+    """``python -m relay check prelude.rly``: a file that brings its own List, Option and Tree
+    replaces the built-in prelude's (and the prelude functions over them)."""
+    from relay import cli
+    path = STD_DIR / f"{name}.rly"
+    if name == "nat":   # nat.rly uses the prelude's List, @hd and @tl
+        assert cli.main(["check", str(path)]) == 0
+    else:
+        assert cli.main(["check", str(path)]) == 0
+        assert cli.main(["check", "--no-prelude", str(path)]) == 0
+    out = capsys.readouterr().out
+    if name == "prelude":
+        assert "@map: fn [A, B](fn (A) -> B, List[A]) -> List[B]" in out
+
+
 def summary():
     """Pass counts: total, and per aspect (parse: the parse stage agrees with TVM; type: accept
-    or reject agrees and the printed types equal TVM's; value: the evaluated value equals TVM's)."""
-    n = {"total": [0, 0], "parse": [0, 0], "type": [0, 0], "value": [0, 0]}
+    or reject agrees and the printed types equal TVM's; value: the evaluated value equals TVM's;
+    print: the program prints as TVM prints it)."""
+    n = {"total": [0, 0], "parse": [0, 0], "type": [0, 0], "value": [0, 0], "print": [0, 0]}
     failures = []
     for c in CASES:
         try:
@@ -257,7 +288,10 @@ def summary():
         n["parse"][0] += (out.stage == "parse-error") == (c["expect"] == "parse-error")
         if c["expect"] != "parse-error":
             n["type"][1] += 1
-            n["type"][0] += not [b for b in bad if not b.startswith("value")]
+            n["type"][0] += not [b for b in bad if not b.startswith(("value", "printed"))]
+        if "prints" in c or "prints_contains" in c:
+            n["print"][1] += 1
+            n["print"][0] += not [b for b in bad if b.startswith("printed")]
         if "value" in c:
             n["value"][1] += 1
             n["value"][0] += not bad
