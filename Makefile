@@ -22,7 +22,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,onnx,torch,digits]"
 	@touch $@
 
 venv: $(STAMP)
