@@ -12,7 +12,7 @@ import onnx  # noqa: E402
 import relay  # noqa: E402
 from relay.frontend import from_onnx  # noqa: E402
 from relay.frontend.common import relay_name  # noqa: E402
-from tests.frontend.onnx_zoo import LIGHT_MODELS, light_path, ort_session, randomized, with_logits  # noqa: E402
+from relay.frontend.onnx_zoo import LIGHT_MODELS, light_path, ort_session, randomized, with_logits  # noqa: E402
 
 
 def _max_rel(a, b):

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import relay  # noqa: E402
 from relay.frontend import FrontendError, UnsupportedOperator, from_onnx  # noqa: E402
 from relay.frontend.onnx import SUPPORTED_OPS  # noqa: E402
-from tests.frontend.onnx_zoo import ort_session  # noqa: E402
+from relay.frontend.onnx_zoo import ort_session  # noqa: E402
 
 _ELEM = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("int64"): TensorProto.INT64,
          np.dtype("int8"): TensorProto.INT8, np.dtype("uint8"): TensorProto.UINT8,
