@@ -30,7 +30,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep,fpga,board]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep,fpga,board,onnx,torch,digits]"
 	@touch $@
 
 venv: $(STAMP)

@@ -19,6 +19,7 @@ _COMMAND_MODULES = (
     "bitstreams.cli",
     "relay.cli",
     "relay.frontend.cli",
+    "relay.quantize.cli",
     "compiler.cli",
     "designspace.cli",
 )

@@ -57,6 +57,18 @@ class _Usage(Exception):
     pass
 
 
+def read_params(path):
+    """The arrays of a weights .npz (as `vta import` writes), never unpickled."""
+    from .common import FrontendError
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):
+                raise FrontendError(f"{path} is a single array; weights are an .npz keyed by parameter name")
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError) as e:
+        raise FrontendError(f"cannot read weights {path}: {e}") from None
+
+
 def _write_atomic(path, write):
     """Write through a temporary file in the same folder, renamed into place when complete."""
     path = Path(path)

@@ -610,7 +610,11 @@ def _resize(ctx, node, attrs, x, roi=None, scales=None, sizes=None):
                               "output_dtype": None})
 def _quantize(ctx, node, attrs, x, scale, zp=None):
     g = ctx.g
-    zp = zp if zp is not None else Const(np.zeros((), np.uint8))
+    if zp is None:
+        dtype = _DTYPES.get(int(attrs.get("output_dtype", 0)) or 2)   # uint8 unless stated
+        if dtype not in ("int8", "uint8", "int16", "uint16"):
+            raise _NodeError(f"output type {dtype} is not supported")
+        zp = Const(np.zeros((), dtype))
     dtype = g.typeof(zp).dtype
     return [g.call("qnn.quantize", x, scale, zp, axis=int(attrs.get("axis", 1)), out_dtype=dtype)]
 

@@ -150,6 +150,8 @@ def agreement(float_mod, int_mod, samples, float_ops=()):
         args = [samples[n][i] for n in names]
         f, q = _first(fi.run_main(*args)), _first(ii.run_main(*args))
         cos.append(_cosine(f, q))
+        if f.ndim > 2 and all(d == 1 for d in f.shape[2:]):     # (N, classes, 1, 1) scores
+            f, q = f.reshape(f.shape[:2]), q.reshape(q.shape[:2])
         if f.ndim == 2 and f.shape[1] >= 5:
             for fr, qr in zip(f, q):
                 top1.append(int(np.argmax(fr) == np.argmax(qr)))

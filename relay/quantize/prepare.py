@@ -11,7 +11,21 @@ from ..transform._util import use_counts
 
 __all__ = ["prepare", "fold_affine_into_anchor", "rebuild"]
 
-ANCHORS = ("nn.conv2d", "nn.dense")
+ANCHORS = ("nn.conv2d", "nn.dense", "nn.conv2d_transpose")
+
+
+def out_axis(call):
+    """The axis of a constant anchor weight that indexes output channels (IOHW for the transposed
+    convolution), or None where output channels are not one axis (grouped transposed conv)."""
+    if call.op.name == "nn.conv2d_transpose":
+        return 1 if call.attrs.get("groups", 1) == 1 else None
+    return 0
+
+
+def along_axis(v, axis, ndim):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return v.reshape(shape)
 
 
 def _is(e, *names):
@@ -60,13 +74,13 @@ class _Anchor:
     def emit(self):
         dtype = self.call.args[1].data.dtype
         y = Call(self.call.op, (self.call.args[0], Constant(self.weight.astype(dtype))), self.call.attrs)
-        axis = 1 if self.call.op.name == "nn.conv2d" else -1
+        axis = -1 if self.call.op.name == "nn.dense" else 1
         return op_call("nn.bias_add", y, Constant(self.bias.astype(dtype)), axis=axis)
 
 
 def fold_affine_into_anchor(mod: IRModule) -> IRModule:
-    """Fold every per-channel affine step after a float ``nn.conv2d``/``nn.dense`` with a constant
-    weight (``nn.bias_add``, ``add``/``subtract``/``multiply``/``divide`` by a per-channel or scalar
+    """Fold every per-channel affine step after a float ``nn.conv2d``/``nn.dense``/
+    ``nn.conv2d_transpose`` with a constant weight (``nn.bias_add``, ``add``/``subtract``/``multiply``/``divide`` by a per-channel or scalar
     constant, as batch norm becomes after ``simplify_inference``) into the anchor's weight and one
     bias.  Guarantees: the result computes the same function; each such anchor is followed by
     exactly one ``nn.bias_add(axis=1)``; steps are folded only through values with one user."""
@@ -76,9 +90,10 @@ def fold_affine_into_anchor(mod: IRModule) -> IRModule:
 
     def rewrite(old, args):
         name = old.op.name if isinstance(old.op, Op) else None
-        if name in ANCHORS and isinstance(args[1], Constant) and not old.attrs.get("out_dtype"):
+        if name in ANCHORS and isinstance(args[1], Constant) and not old.attrs.get("out_dtype") \
+                and out_axis(old) is not None:
             w = args[1].data.astype(np.float64)
-            units = w.shape[0]
+            units = w.shape[out_axis(old)]
             call = Call(old.op, tuple(args), old.attrs)
             a = _Anchor(call, w, np.zeros(units))
             new = a.emit()
@@ -87,8 +102,9 @@ def fold_affine_into_anchor(mod: IRModule) -> IRModule:
         if name in ("nn.bias_add", "add", "subtract", "multiply", "divide") and id(args[0]) in anchors:
             a, src = anchors[id(args[0])]
             if uses.get(id(old.args[0]), 0) == 1:
-                out_ndim = 4 if src.op.name == "nn.conv2d" else 2
-                units = a.weight.shape[0]
+                out_ndim = 2 if src.op.name == "nn.dense" else 4
+                axis = out_axis(src)
+                units = a.weight.shape[axis]
                 if name == "nn.bias_add":
                     ok = isinstance(args[1], Constant) and old.attrs.get("axis", 1) in ((1,) if out_ndim == 4 else (1, -1))
                     v = args[1].data.astype(np.float64) if ok else None
@@ -102,7 +118,7 @@ def fold_affine_into_anchor(mod: IRModule) -> IRModule:
                         b = b - v
                     else:
                         f = v if name == "multiply" else 1.0 / v
-                        w = w * f.reshape((-1,) + (1,) * (w.ndim - 1))
+                        w = w * along_axis(f, axis, w.ndim)
                         b = b * f
                     na = _Anchor(a.call, w, b)
                     new = na.emit()

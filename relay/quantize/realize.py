@@ -23,6 +23,7 @@ import numpy as np
 from ..analysis import post_order
 from ..ir import Call, Constant, Op, Tuple, TupleGetItem, op_call
 from ..transform._util import use_counts
+from .prepare import ANCHORS, along_axis, out_axis
 
 __all__ = ["Rep", "realize", "exponent_for", "round_half_away", "INT8_MIN", "INT8_MAX"]
 
@@ -111,7 +112,7 @@ class _Realizer:
         self.per_channel = per_channel
         self.uses = use_counts(body)
         self.values = {}
-        anchors = [n for n in post_order(body) if _opname(n) in ("nn.conv2d", "nn.dense")]
+        anchors = [n for n in post_order(body) if _opname(n) in ANCHORS]
         n = len(anchors)
         skip_idx = {i % n for i in skip_layers if -n <= i < n} if n else set()
         bad = [i for i in skip_layers if not -n <= i < n]
@@ -168,7 +169,7 @@ class _Realizer:
         reps = [self.values.get(id(a)) for a in args]
         if id(n) in self.skipped or name is None:
             return self.float_call(n)
-        if name in ("nn.conv2d", "nn.dense"):
+        if name in ANCHORS:
             return self.anchor(n)
         if name == "nn.bias_add" and reps[0].kind == "A" and isinstance(args[1], Constant):
             return self.bias(n, reps[0], args[1].data)
@@ -215,10 +216,10 @@ class _Realizer:
             return self.float_call(n)
         q = self.q_of(x)
         wf = w.data.astype(np.float64)
-        axes = tuple(range(1, wf.ndim))
-        if self.per_channel:
-            ew = exponent_for(np.abs(wf).max(axis=axes))
-            scale = np.exp2(ew).reshape((-1,) + (1,) * (wf.ndim - 1))
+        axis = out_axis(n)
+        if self.per_channel and axis is not None:
+            ew = exponent_for(np.abs(wf).max(axis=tuple(a for a in range(wf.ndim) if a != axis)))
+            scale = np.exp2(along_axis(ew, axis, wf.ndim))
         else:
             ew = exponent_for(np.abs(wf).max())
             scale = 2.0 ** ew
@@ -226,7 +227,8 @@ class _Realizer:
         attrs = dict(n.attrs)
         attrs["out_dtype"] = "int32"
         y = Call(n.op, (q.expr, Constant(wq)), type(n.attrs)(attrs))
-        cshape = (wf.shape[0], 1, 1) if n.op.name == "nn.conv2d" else (wf.shape[0],)
+        channels = wf.shape[axis] if axis is not None else None
+        cshape = (channels,) if n.op.name == "nn.dense" else (channels, 1, 1)
         return Rep("A", y, q.exp + ew, cshape)
 
     def bias(self, n, rep, b):

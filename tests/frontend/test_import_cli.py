@@ -8,7 +8,7 @@ pytest.importorskip("onnxruntime")
 import onnx  # noqa: E402
 from onnx import helper  # noqa: E402
 
-from tests.frontend.onnx_zoo import ort_session, randomized  # noqa: E402
+from relay.frontend.onnx_zoo import ort_session, randomized  # noqa: E402
 from tests.frontend.test_onnx_ops import make_model, rand  # noqa: E402
 from vta.cli import main as vta  # noqa: E402
 

@@ -12,7 +12,7 @@ import onnx  # noqa: E402
 import relay  # noqa: E402
 from relay.frontend import from_onnx  # noqa: E402
 from relay.frontend.common import relay_name  # noqa: E402
-from tests.frontend.onnx_zoo import LIGHT_MODELS, light_path, ort_session, randomized, with_logits  # noqa: E402
+from relay.frontend.onnx_zoo import LIGHT_MODELS, light_path, ort_session, randomized, with_logits  # noqa: E402
 
 
 def _max_rel(a, b):
@@ -54,3 +54,22 @@ def test_shipped_weights_become_parameters(name):
     assert names[0] in ("data_0", "gpu_0_data_0") and names[1:] == list(params)
     if name == "bvlc_alexnet":
         assert params["conv1_w_0"].shape == (96, 3, 11, 11) and np.all(params["conv1_w_0"] == np.float32(0.02))
+
+
+@pytest.mark.parametrize("name,opset", [("mobilenet_v2", 13), ("resnet18", 17)])
+def test_models_exported_by_torch_onnx(tmp_path, name, opset):
+    """What torch's ONNX exporter writes (Clip with constant inputs, Flatten, Gemm, Constant and
+    shape arithmetic) imports and matches onnxruntime."""
+    torch = pytest.importorskip("torch")
+    import warnings
+    from relay.frontend import load_onnx, torch_models
+    model = getattr(torch_models, name)(num_classes=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.zeros(1, 3, 32, 32),), str(tmp_path / "m.onnx"), input_names=["image"],
+                          opset_version=opset, dynamo=False)
+    mod, params = load_onnx(tmp_path / "m.onnx")
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype("float32")
+    got = relay.run(mod, x, *[params[p.name_hint] for p in mod["main"].params[1:]])
+    want = ort_session(onnx.load(str(tmp_path / "m.onnx"))).run(None, {"image": x})[0]
+    assert _max_rel(got, want) < 1e-4

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import relay  # noqa: E402
 from relay.frontend import FrontendError, UnsupportedOperator, from_onnx  # noqa: E402
 from relay.frontend.onnx import SUPPORTED_OPS  # noqa: E402
-from tests.frontend.onnx_zoo import ort_session  # noqa: E402
+from relay.frontend.onnx_zoo import ort_session  # noqa: E402
 
 _ELEM = {np.dtype("float32"): TensorProto.FLOAT, np.dtype("int64"): TensorProto.INT64,
          np.dtype("int8"): TensorProto.INT8, np.dtype("uint8"): TensorProto.UINT8,
@@ -261,6 +261,26 @@ def test_quantize_dequantize(axis, dtype):
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], **kw),
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], **kw)]
     check(nodes, X, {"s": scale.astype("float32"), "z": zp}, outputs=("q", "y"))
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, 18, 21, 26])
+def test_small_cnn_at_every_opset(opset):
+    """The same network written at opsets from 9 to the newest onnxruntime runs."""
+    inits = {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6), "s": np.abs(rand(6)) + 0.5, "o": rand(6),
+             "m": rand(6), "v": np.abs(rand(6)) + 0.5, "fw": rand(10, 6 * 4 * 4, scale=0.1), "fb": rand(10)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fw", "fb"], ["g"], transB=1),
+             helper.make_node("Softmax", ["g"], ["y"], axis=1)]
+    check(nodes, {"x": rand(2, 4, 8, 8)}, inits, opset=opset)
+
+
+def test_quantize_linear_output_dtype_without_zero_point():
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT8)]
+    check(nodes, X, {"s": np.array(0.05, "float32")}, opset=21)
 
 
 # ---------------------------------------------------------------- errors, before any work
