@@ -78,10 +78,33 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
 
 
 class _Counters:
-    """Load units and tiles emitted so far (the token pattern runs on across phases)."""
+    """Load units and tiles emitted so far (the token pattern runs on across phases), and the
+    open reuse group: the weight tile each WGT half holds."""
 
     def __init__(self):
         self.unit = self.tile = 0
+        self.group = None           # key of the open group (one unit), None if closed
+        self.group_start = 0        # commands emitted when it opened
+        self.held: dict = {}        # WGT half -> weight tile key
+
+
+# A reuse group is one unit (one launch), so that weights loaded by an earlier tile are still
+# in SRAM; it is closed after this many commands to stay far below a launch's capacity.
+_GROUP_COMMANDS = 2048
+
+
+def _open_group(p: ProgramBuilder, n: _Counters, key) -> None:
+    if n.group == key and len(p) - n.group_start < _GROUP_COMMANDS:
+        return
+    _close_group(p, n)
+    p.unit_begin()
+    n.group, n.group_start, n.held = key, len(p), {}
+
+
+def _close_group(p: ProgramBuilder, n: _Counters) -> None:
+    if n.group is not None:
+        p.unit_end()
+        n.group = None
 
 
 def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
@@ -126,7 +149,8 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
         ys, ye = max(iy0, 0), min(iy0 + ih, h)
         xs, xe = max(ix0, 0), min(ix0 + iw, w)
         empty = ye <= ys or xe <= xs       # the window lies in the padding: no GEMM at all
-        p.unit_begin()
+        # Tiles of one output-channel tile share their weights: one group, weights kept.
+        _open_group(p, n, (reg["weights"], g, ob0, tco))
         chunks = [] if empty else _ranges(geo.cbg, s.tci)
         if not chunks:
             if tile >= reuse:
@@ -144,8 +168,11 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
                        (((nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
                        y_size=ye - ys, x_stride=w, y_pad=(ys - iy0, iy0 + ih - ye),
                        x_pad=(xs - ix0, ix0 + iw - xe))
-            p.load(MemType.WGT, wgt_base, reg["weights"], (ob0 * geo.cbg + c0) * kh * kw,
-                   x_size=tci * kh * kw, y_size=tco, x_stride=geo.cbg * kh * kw)
+            wkey = (c0, tci)
+            if n.held.get(ihalf) != wkey:
+                p.load(MemType.WGT, wgt_base, reg["weights"], (ob0 * geo.cbg + c0) * kh * kw,
+                       x_size=tci * kh * kw, y_size=tco, x_stride=geo.cbg * kh * kw)
+                n.held[ihalf] = wkey
             p.push("load", "compute")
             # ---- compute
             p.pop("load", "compute")
@@ -195,8 +222,8 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
                     p.store(row + y * tw, reg["out"], first + (ry + sy * (oy0 + y)) * full_w
                             + rx + sx * ox0, x_size=1, y_size=tw, x_stride=sx)
             p.push("store", "compute")
-        p.unit_end()
         n.tile += 1
+    _close_group(p, n)
 
 
 def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,
