@@ -5,14 +5,17 @@ Every segment becomes one function ``void f(i8** inputs, i8* out)`` looping over
 
 * ``pack`` / ``unpack``: NCHW <-> the packed layout (zero padding of batch and channels), and
   the four byte planes of an int32 VTA result recombined;
-* ``relay`` segments of element-wise and broadcasting operators (integer and float32:
+* ``relay`` segments of ``nn.conv2d`` (NCHW/OIHW, groups), ``nn.dense`` and ``nn.softmax``
+  (float or integer data VTA does not take, e.g. a float stem or classifier), of element-wise
+  and broadcasting operators (integer and float32:
   quantisation ``multiply``/``round``/``clip``/``cast`` and dequantisation at the edges, shifts,
   bias adds, ``where``-free arithmetic), layout operators (``reshape``, ``nn.batch_flatten``,
   ``squeeze``, ``expand_dims``, ``transpose``) and pooling (``nn.max_pool2d``,
   ``nn.avg_pool2d`` with any padding mode and ``ceil_mode``, ``nn.global_avg_pool2d`` /
   ``nn.global_max_pool2d``) that VTA does not run.
 
-Arithmetic follows the Relay interpreter exactly: integers wrap, shifts are arithmetic,
+Arithmetic follows the Relay interpreter exactly (float convolution, dense and softmax to
+rounding: numpy sums in another order): integers wrap, shifts are arithmetic,
 ``cast`` truncates, ``round`` rounds half away from zero, average pools divide in float64 and
 truncate. A Relay operator outside this list runs in the Relay interpreter, and the report
 says so (``"interpreted": true``).
@@ -57,6 +60,9 @@ _ELEMWISE = {"add", "subtract", "multiply", "divide", "right_shift", "left_shift
              "nn.bias_add", "copy"}
 _LAYOUT = {"reshape", "nn.batch_flatten", "squeeze", "expand_dims", "transpose"}
 _POOLS = {"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d"}
+# Reductions whose float results depend on the summation order: equal to the interpreter's
+# for integers, to rounding for floats (numpy's BLAS sums in another order).
+_REDUCTIONS = {"nn.conv2d", "nn.dense", "nn.softmax"}
 _DTYPES = ("int8", "uint8", "int32", "int64", "float32", "float64")
 
 
@@ -79,6 +85,13 @@ def supported(seg) -> bool:
     if name in _POOLS:
         a = _attrs(body)
         return a["layout"] == "NCHW" and len(types[0].shape) == 4
+    if name == "nn.conv2d":
+        a = _attrs(body)
+        return a["data_layout"] == "NCHW" and a["kernel_layout"] == "OIHW"
+    if name == "nn.dense":
+        return len(types[0].shape) == 2
+    if name == "nn.softmax":
+        return types[0].dtype.startswith("float")
     return name in _ELEMWISE or name in _LAYOUT
 
 
@@ -446,6 +459,146 @@ def _gen_pool(g: _Gen, call) -> None:
     g.loop(n * c * oh * ow, body)
 
 
+def _operand_ptrs(g: _Gen, call):
+    """Pointers to the call's arguments: variables in order, then constants (passed by
+    :meth:`CpuLibrary.run` after the inputs)."""
+    from relay.ir import Constant
+    nvars = sum(not isinstance(a, Constant) for a in call.args)
+    ptrs, v, c = [], 0, 0
+    for a in call.args:
+        if isinstance(a, Constant):
+            ptrs.append(g.arg_ptr(nvars + c, a.checked_type.dtype))
+            c += 1
+        else:
+            ptrs.append(g.arg_ptr(v, a.checked_type.dtype))
+            v += 1
+    return ptrs
+
+
+def _acc_type(dtype: str) -> str:
+    return "int64" if dtype.startswith(("int", "uint")) else dtype
+
+
+def _gen_conv2d(g: _Gen, call) -> None:
+    """Direct NCHW/OIHW convolution: integers accumulate in int64 (then wrap), floats in
+    their own type."""
+    from relay.op._common import pair, padding4
+    b = g.b
+    t_x, t_w, t_out = call.args[0].checked_type, call.args[1].checked_type, call.checked_type
+    n, c, h, w = t_x.shape
+    o, ig, kh, kw = t_w.shape
+    _, _, oh, ow = t_out.shape
+    a = _attrs(call)
+    (sh, sw), (dh, dw) = pair(a["strides"], "strides"), pair(a["dilation"], "dilation")
+    pt, pl, _, _ = padding4(a["padding"])
+    og = o // a["groups"]
+    xp, wp = _operand_ptrs(g, call)
+    dst = g.out_ptr(t_out.dtype)
+    acc_t = _acc_type(t_out.dtype)
+    fl = acc_t.startswith("float")
+    with b.goto_block(g.entry):
+        b.position_at_start(g.entry)
+        acc = b.alloca(g.ty(acc_t))
+    zero = g.ir.Constant(g.ty(acc_t), 0.0 if fl else 0)
+
+    def body(i):
+        nn, oo, y, x = g.unravel(i, (n, o, oh, ow))
+        grp = b.sdiv(oo, g.c64(og))
+        b.store(zero, acc)
+
+        def over_c(ci):
+            cc = b.add(b.mul(grp, g.c64(ig)), ci)
+
+            def over_ky(ky):
+                iy = b.sub(b.add(b.mul(y, g.c64(sh)), b.mul(ky, g.c64(dh))), g.c64(pt))
+
+                def over_kx(kx):
+                    ix = b.sub(b.add(b.mul(x, g.c64(sw)), b.mul(kx, g.c64(dw))), g.c64(pl))
+                    ok = b.and_(b.and_(b.icmp_signed(">=", iy, g.c64(0)),
+                                       b.icmp_signed("<", iy, g.c64(h))),
+                                b.and_(b.icmp_signed(">=", ix, g.c64(0)),
+                                       b.icmp_signed("<", ix, g.c64(w))))
+                    with b.if_then(ok):
+                        xv = g.load(xp, g.offset([nn, cc, iy, ix], _strides((n, c, h, w))))
+                        wv = g.load(wp, g.offset([oo, ci, ky, kx], _strides((o, ig, kh, kw))))
+                        xv = g.convert(xv, t_x.dtype, acc_t)
+                        wv = g.convert(wv, t_w.dtype, acc_t)
+                        prod = b.fmul(xv, wv) if fl else b.mul(xv, wv)
+                        cur = b.load(acc)
+                        b.store(b.fadd(cur, prod) if fl else b.add(cur, prod), acc)
+                g.loop(kw, over_kx)
+            g.loop(kh, over_ky)
+        g.loop(ig, over_c)
+        g.store(g.convert(b.load(acc), acc_t, t_out.dtype), dst, i)
+    g.loop(n * o * oh * ow, body)
+
+
+def _gen_dense(g: _Gen, call) -> None:
+    b = g.b
+    t_x, t_w, t_out = (a.checked_type for a in (call.args[0], call.args[1], call))
+    n, k = t_x.shape
+    units = t_w.shape[0]
+    xp, wp = _operand_ptrs(g, call)
+    dst = g.out_ptr(t_out.dtype)
+    acc_t = _acc_type(t_out.dtype)
+    fl = acc_t.startswith("float")
+    with b.goto_block(g.entry):
+        b.position_at_start(g.entry)
+        acc = b.alloca(g.ty(acc_t))
+
+    def body(i):
+        row, u = g.unravel(i, (n, units))
+        b.store(g.ir.Constant(g.ty(acc_t), 0.0 if fl else 0), acc)
+
+        def over_k(j):
+            xv = g.convert(g.load(xp, b.add(b.mul(row, g.c64(k)), j)), t_x.dtype, acc_t)
+            wv = g.convert(g.load(wp, b.add(b.mul(u, g.c64(k)), j)), t_w.dtype, acc_t)
+            cur = b.load(acc)
+            b.store(b.fadd(cur, b.fmul(xv, wv)) if fl else b.add(cur, b.mul(xv, wv)), acc)
+        g.loop(k, over_k)
+        g.store(g.convert(b.load(acc), acc_t, t_out.dtype), dst, i)
+    g.loop(n * units, body)
+
+
+def _gen_softmax(g: _Gen, call) -> None:
+    """exp(x - max) / sum along the axis, in the data's float type."""
+    b, ir = g.b, g.ir
+    t = call.checked_type
+    shape = tuple(t.shape)
+    axis = _attrs(call)["axis"] % len(shape)
+    length = shape[axis]
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    ty = g.ty(t.dtype)
+    src, dst = _operand_ptrs(g, call)[0], g.out_ptr(t.dtype)
+    exp = g.module.declare_intrinsic("llvm.exp", [ty])
+    with b.goto_block(g.entry):
+        b.position_at_start(g.entry)
+        mx, total = b.alloca(ty), b.alloca(ty)
+
+    def body(i):
+        base = b.add(b.mul(b.sdiv(i, g.c64(inner)), g.c64(length * inner)),
+                     b.srem(i, g.c64(inner)))
+
+        def at(j):
+            return b.add(base, b.mul(j, g.c64(inner)))
+        b.store(ir.Constant(ty, float("-inf")), mx)
+        b.store(ir.Constant(ty, 0.0), total)
+
+        def find_max(j):
+            v, cur = g.load(src, at(j)), b.load(mx)
+            b.store(b.select(b.fcmp_ordered(">", v, cur), v, cur), mx)
+        g.loop(length, find_max)
+
+        def exps(j):
+            e = b.call(exp, [b.fsub(g.load(src, at(j)), b.load(mx))])
+            g.store(e, dst, at(j))
+            b.store(b.fadd(b.load(total), e), total)
+        g.loop(length, exps)
+        g.loop(length, lambda j: g.store(b.fdiv(g.load(dst, at(j)), b.load(total)), dst, at(j)))
+    g.loop(outer * inner, body)
+
+
 # ---------------------------------------------------------------------------- library
 
 class CpuLibrary:
@@ -486,6 +639,12 @@ class CpuLibrary:
             name = call.op.name
             if name in _POOLS:
                 _gen_pool(g, call)
+            elif name == "nn.conv2d":
+                _gen_conv2d(g, call)
+            elif name == "nn.dense":
+                _gen_dense(g, call)
+            elif name == "nn.softmax":
+                _gen_softmax(g, call)
             elif name in _LAYOUT:
                 _gen_layout(g, call)
             else:
@@ -496,6 +655,10 @@ class CpuLibrary:
 
     def run(self, seg, args: list, out_shape, out_dtype) -> np.ndarray:
         arrays = [np.ascontiguousarray(a) for a in args]
+        if seg.kind == "relay" and seg.function.body.op.name in _REDUCTIONS:
+            from relay.ir import Constant
+            arrays += [np.ascontiguousarray(a.data) for a in seg.function.body.args
+                       if isinstance(a, Constant)]
         out = np.empty(out_shape, out_dtype)
         ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
         self._fns[seg.name](ctypes.addressof(ptrs), out.ctypes.data)

@@ -112,3 +112,32 @@ def @main(%x: Tensor[(3, 5, 4, 4), float32], %w: Tensor[(7, 5, 3, 3), int8]) {
     (out,), report, _ = execute(model, {"x": x}, "functional", cpu=lib)
     np.testing.assert_array_equal(out, relay.run(mod, x, *params.values()))
     assert report["vta_mac_share"] == 1.0
+
+
+def test_float_and_unquantised_layers_on_the_cpu():
+    """What VTA does not take (float convolution and dense, a non-constant int8 weight,
+    softmax) is compiled to LLVM too: integers exactly, floats to rounding."""
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3, 9, 8), float32], %i: Tensor[(1, 4, 6, 6), int8],
+          %k: Tensor[(6, 2, 3, 3), int8], %w: Tensor[(8, 3, 3, 3), float32],
+          %fw: Tensor[(5, 200), float32]) {
+  %0 = nn.conv2d(%x, %w, strides=[2, 1], padding=[1, 0, 2, 1], dilation=[1, 2]);
+  %1 = nn.conv2d(%i, %k, padding=[1, 1], groups=2, out_dtype="int32");
+  %2 = nn.dense(reshape(%0, newshape=[-1, 200]), %fw);
+  (nn.softmax(%2, axis=1), %1, nn.softmax(%0, axis=1))
+}"""
+    mod = relay.parse(text)
+    params = {"w": RNG.standard_normal((8, 3, 3, 3)).astype(np.float32),
+              "fw": RNG.standard_normal((5, 200)).astype(np.float32)}
+    model = compile_module(mod, params, "default")
+    assert all(s.target == "cpu" and supported(s) for s in model.segments)
+    x = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    i = RNG.integers(-128, 128, (1, 4, 6, 6)).astype(np.int8)
+    k = RNG.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
+    outs, report, _ = execute(model, {"x": x, "i": i, "k": k})
+    want = relay.run(mod, x, i, k, *params.values())
+    assert not any(r.get("interpreted") for r in report["segments"])
+    np.testing.assert_array_equal(outs[1], want[1])
+    for got, ref in ((outs[0], want[0]), (outs[2], want[2])):
+        assert got.dtype == ref.dtype == np.float32
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
