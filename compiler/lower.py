@@ -28,7 +28,7 @@ from isa.encoding import AluOp, MemType
 from .operators import ConvGeometry
 from .packing import ceil_div
 from .program import ProgramBuilder, VtaProgram
-from .schedule import Schedule, acc_rows, check_fits, input_window
+from .schedule import Schedule, acc_rows, check_fits, input_window, skips_rows
 
 __all__ = ["lower_conv", "region_bytes"]
 
@@ -173,8 +173,9 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
                 p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
             ih, iw = input_window(geo, th, tw)
             (sh, sw), (dh, dw) = op.strides, op.dilation
+            row_step = 1 if skips_rows(geo) else sh     # input rows per output row in SRAM
             _gemm(p, s.layout, acc_base, ihalf * inp_half, ihalf * wgt_half, tb, tco, th, tw,
-                  tci, ih, iw, *geo.kernel, sh, sw, dh, dw)
+                  tci, ih, iw, *geo.kernel, row_step, sw, dh, dw)
             p.push("compute", "load")
             n.unit += 1
         _tail(p, geo, reg, t)
@@ -191,6 +192,8 @@ def _input_rows(geo: ConvGeometry, t: _Tile):
     ih, iw = input_window(geo, t.th, t.tw)
     iy0, ix0 = t.oy0 * sh - pt, t.ox0 * sw - pl
     ys, ye, xs, xe = max(iy0, 0), min(iy0 + ih, h), max(ix0, 0), min(ix0 + iw, w)
+    if skips_rows(geo):     # th rows, every sh-th from iy0 (all inside: no vertical padding)
+        ys, ye = iy0, iy0 + ih
     return None if ye <= ys or xe <= xs else (iy0, ys, ye, ix0, xs, xe)
 
 
@@ -205,9 +208,10 @@ def _load_unit(p, geo, s, reg, n, t: _Tile, window, c0, tci, inp_base, wgt_base)
         p.pop("compute", "load")
     for b, c in itertools.product(range(t.tb), range(tci)):
         cb = t.g * geo.cbg + c0 + c
+        pitch = geo.op.strides[0] * w if skips_rows(geo) else w
         p.load(MemType.INP, inp_base + (b * tci + c) * ih * iw, reg["data"],
                (((t.nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
-               y_size=ye - ys, x_stride=w, y_pad=(ys - iy0, iy0 + ih - ye),
+               y_size=ye - ys, x_stride=pitch, y_pad=(ys - iy0, iy0 + ih - ye),
                x_pad=(xs - ix0, ix0 + iw - xe))
     ihalf = n.unit % s.vt
     if n.held.get(ihalf) != (c0, tci):

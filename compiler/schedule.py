@@ -54,11 +54,19 @@ class Schedule:
 SMALLEST = Schedule()
 
 
+def skips_rows(geo: ConvGeometry) -> bool:
+    """A kernel one row high with a vertical stride and no vertical padding reads only every
+    ``sh``-th input row: the load DMA's row pitch skips the others (1x1 stride-2 layers)."""
+    pt, _, pb, _ = geo.op.padding
+    return geo.kernel[0] == 1 and geo.op.strides[0] > 1 and pt == pb == 0
+
+
 def input_window(geo: ConvGeometry, th: int, tw: int) -> tuple[int, int]:
-    """Rows and columns of input that ``th`` x ``tw`` output pixels read."""
+    """Rows and columns of input in SRAM for ``th`` x ``tw`` output pixels."""
     (sh, sw), (dh, dw) = geo.op.strides, geo.op.dilation
     kh, kw = geo.kernel
-    return (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1
+    rows = th if skips_rows(geo) else (th - 1) * sh + (kh - 1) * dh + 1
+    return rows, (tw - 1) * sw + (kw - 1) * dw + 1
 
 
 def gemm_uops(geo: ConvGeometry, s: Schedule) -> int:
