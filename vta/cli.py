@@ -16,7 +16,9 @@ _COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.c
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vta", description="VTA, the Versatile Tensor Accelerator, in Python: assemble, "
-                                "run, build hardware and compile models.")
+                                "run, build hardware and compile models.",
+        epilog="'vta run MODEL.vtab --input NAME=ARRAY.npy --out RESULT.npz' runs a compiled "
+               "model instead of a program image (see 'vta run MODEL.vtab --help').")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
