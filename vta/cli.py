@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vta", description="VTA, the Versatile Tensor Accelerator, in Python: assemble, "
                                 "run, build hardware and compile models.",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_CODES_HELP + _VTAB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an internal error (also VTA_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
