@@ -20,8 +20,6 @@ __all__ = ["register", "main", "run_command", "EXIT_OK", "EXIT_PROGRAM_ERROR", "
            "EXIT_UNAVAILABLE", "EXIT_TIMEOUT"]
 
 # The exit codes of every ``vta`` command (isa.errors, documented in ``vta --help``).
-#: The host links ``--link`` knows (driver.backends.board).
-BOARD_LINKS = ("sim",)
 EXIT_PROGRAM_ERROR = EXIT_REJECTED   # the program is wrong: the message names insn and field
 
 
@@ -45,8 +43,9 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
                    help="give up after this many seconds of wall-clock time, with the state of "
                         "the busy modules (exit status 4)")
-    p.add_argument("--link", default=None, choices=BOARD_LINKS,
-                   help="board only: the host link ('sim' for the simulated board)")
+    p.add_argument("--link", default=None,
+                   help="board only: the host link, a serial port PORT[@BAUD] (e.g. "
+                        "/dev/ttyUSB0, 3000000 baud by default) or 'sim' (the simulated board)")
     p.add_argument("--trace", metavar="FILE.json", default=None,
                    help="cycle only: write a per-module timeline in the Chrome trace format "
                         "(open it in ui.perfetto.dev) and print the utilisation summary")

@@ -1,5 +1,9 @@
 """The ``board`` backend: an FPGA reached through a host link (AXI4-Lite registers + DRAM).
 
+Links: :class:`~driver.backends.seriallink.SerialLink` for a real board over its USB serial port
+(``link="/dev/ttyUSB0"`` or ``"PORT@BAUD"``), :class:`~driver.backends.simlink.SimulatedLink`
+for the software board (``link="sim"``), or any object with the :class:`Link` methods.
+
 The register map is the hardware's, :mod:`isa.registers` (docs/hardware.md §7). The driver
 checks ``ID``, writes the image's DRAM over the link, writes ``INSN_ADDR``, ``INSN_COUNT``,
 ``DRAM_SIZE``, then ``CTRL`` = launch, and polls ``CTRL`` until ``done`` or the timeout. On an
