@@ -56,12 +56,13 @@ class SweepError(RuntimeError):
 
 # ---------------------------------------------------------------------------- tasks
 def cycles_task(point: dict, workload: str, spatial_div: int, seed: int) -> dict:
-    """Compile ``workload`` for ``point`` and simulate it: cycles, MACs, launches."""
+    """Compile ``workload`` for ``point`` and run it on the cycle-accurate simulator: cycles,
+    MACs, launches."""
     from .workloads import WorkloadError, compile_workload, program_cycles
     start = time.monotonic()
     try:
         program = compile_workload(workload, point_config(point), spatial_div=spatial_div,
-                                   seed=seed)
+                                   seed=seed, backend="cycle")
     except WorkloadError as exc:
         return {"error": str(exc)}
     return {"cycles": program_cycles(program), "macs": program.macs,
@@ -98,7 +99,8 @@ def _hw_point(point: dict) -> dict:
 def _cycles_desc(point: dict, workload: str, space: Space) -> dict:
     return {"kind": "cycles", "point": point, "workload": workload,
             "spatial_div": space.spatial_div, "seed": space.seed,
-            "code": source_digest("isa", "sim", "driver", "designspace/workloads.py")}
+            "code": source_digest("isa", "sim", "driver", "relay", "compiler",
+                                  "designspace/workloads.py")}
 
 
 def _verilog_desc(point: dict) -> dict:
