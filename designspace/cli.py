@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
+import traceback
 from pathlib import Path
 
 __all__ = ["register", "main", "DEFAULT_CACHE"]
@@ -64,17 +64,22 @@ def main(args) -> int:
         except ImportError:
             return fail(2, "the plots need matplotlib: `pip install -e '.[plot]'` or "
                            "give --no-plots")
-    cache = Cache(None if args.no_cache else args.cache)
     try:
+        cache = Cache(None if args.no_cache else args.cache)
         with make_runner(jobs=args.jobs, scheduler=args.scheduler, dask=args.dask) as runner:
             result = run_sweep(space, cache=cache, runner=runner, synthesis=args.synthesis,
                                progress=not args.no_progress,
                                log=lambda m: print(m, file=sys.stderr))
+        out = write_results(result, args.out, plots=not args.no_plots)
     except RunnerError as exc:
         return fail(2, str(exc))
     except (SweepError, SynthesisError) as exc:
         return fail(1, str(exc))
-    out = write_results(result, args.out, plots=not args.no_plots)
+    except OSError as exc:
+        return fail(2, f"cannot write {args.out} or the cache: {exc}")
+    except Exception:  # noqa: BLE001 - a bug: show it, exit 3
+        traceback.print_exc()
+        return fail(3, "internal error (a bug; please report it)")
     real = sum(r["resources_from"] == "yosys" for r in result.rows)
     print(f"{len(result.rows)} points ({real} synthesised), {len(result.frontier)} on the "
           f"frontier, {len(result.rejected)} rejected, {len(result.failed)} failed -> {out}")

@@ -95,6 +95,7 @@ def _markdown(result: SweepResult) -> str:
         out.append(f"| {r['name']} | {_fmt(r['throughput_gmacs'])} | {_fmt(r['LUT4'])} | "
                    f"{_fmt(r['DP16KD'])} | {_fmt(r['MULT18X18D'])} | {_fmt(r['fmax_mhz'])} "
                    f"({r['fmax_from']}) |")
+    out += _included(result)
     out += ["", "![throughput vs LUT4](throughput_vs_lut.png)", "",
             "## Screening model", "",
             f"Calibrated on {result.calibration_runs} real syntheses; leave-one-out relative "
@@ -122,6 +123,31 @@ def _markdown(result: SweepResult) -> str:
                        for k, v in result.counts.items())
     out += ["", f"Tasks: {counts}.", ""]
     return "\n".join(out)
+
+
+def _included(result: SweepResult) -> list:
+    """For every configuration the space includes by name: on the frontier, or what beats it."""
+    from .frontier import dominates
+    from .sweep import _OBJECTIVES
+    rows = result.rows
+    keys = [(k, 1) for k in _OBJECTIVES["minimize"]] + [(k, -1) for k in _OBJECTIVES["maximize"]]
+    out = []
+    for name, _ in result.space.include:
+        row = next((r for r in rows if r["name"] == name), None)
+        if row is None:
+            continue
+        idx = rows.index(row)
+        if idx in result.frontier:
+            out.append(f"- `{name}` ({row['resources_from']}) is on the frontier.")
+            continue
+        vec = [s * (row[k] or 0) for k, s in keys]
+        better = [rows[i]["name"] for i in result.frontier
+                  if dominates([s * (rows[i][k] or 0) for k, s in keys], vec)]
+        fits = [d for d in result.space.devices if row[f"fits_{d}"]]
+        why = (f"beaten on every objective by {', '.join(better)}" if better else
+               "fits no target device" if not fits else "dominated")
+        out.append(f"- `{name}` is not on the frontier: {why}.")
+    return (["", "Included configurations:", ""] + out) if out else []
 
 
 def _name(point: dict) -> str:

@@ -3,6 +3,7 @@
 ::
 
     base = "default"                  # keys a point does not set come from this configuration
+    include = ["ecp5-small"]          # whole configurations (names or JSON paths) added as points
     [params]                          # configuration keys (isa.VTAConfig's JSON names)
     LOG_BATCH = 0                     # one value
     LOG_BLOCK_IN = [1, 2, 3]          # a list
@@ -62,7 +63,8 @@ def _config_keys() -> tuple[str, ...]:
 
 #: Every configuration key of a point, in the order of points.csv.
 CONFIG_KEYS = _config_keys()
-_SECTIONS = {"base", "params", "vars", "targets", "workloads", "synthesis", "search"}
+_SECTIONS = {"base", "include", "params", "vars", "targets", "workloads", "synthesis",
+             "search"}
 _FMAX_MODES = ("none", "frontier", "all")
 _METHODS = ("grid", "nsga2")
 
@@ -148,6 +150,7 @@ class Space:
     method: str = "grid"
     trials: int = 40
     seed: int = 0
+    include: tuple = ()          # ((name, point), ...) whole configurations added to the grid
     source: str = field(default="", compare=False)
 
     @property
@@ -218,6 +221,15 @@ def parse_space(data: dict, *, source: str = "") -> Space:
         load_config(base)
     except ConfigError as exc:
         raise SpaceError(f"base: {exc}") from None
+    include = data.get("include", [])
+    if not isinstance(include, list) or not all(isinstance(i, str) for i in include):
+        raise SpaceError("include must be a list of configuration names or JSON paths")
+    included = []
+    for name in include:
+        try:
+            included.append((name, _as_point(load_config(name))))
+        except ConfigError as exc:
+            raise SpaceError(f"include: {exc}") from None
     params = dict(_table(data, "params"))
     constraints = params.pop("constraints", [])
     if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
@@ -297,7 +309,7 @@ def parse_space(data: dict, *, source: str = "") -> Space:
                          "synthesis.max_pnr >= 0")
     return Space(base, tuple(domains), tuple(variables), tuple(derived), tuple(constraints),
                  devices, wl_names, spatial_div, float(margin), fmax, max_pnr, method, trials,
-                 seed, source)
+                 seed, tuple(included), source)
 
 
 def _order_derived(derived: list) -> None:
@@ -334,7 +346,11 @@ def load_space(path: "str | Path") -> Space:
 
 
 def _base_point(space: Space) -> dict:
-    cfg = load_config(space.base)
+    return _as_point(load_config(space.base))
+
+
+def _as_point(cfg: VTAConfig) -> dict:
+    """A configuration as a point: every key of :data:`CONFIG_KEYS`."""
     d = cfg.to_dict()
     if "LOG_BLOCK" in d:
         block = d.pop("LOG_BLOCK")
@@ -399,4 +415,8 @@ def expand(space: Space) -> Expansion:
             points.append(point)
         else:
             rejected.append((point, message))
+    for _, point in space.include:
+        if tuple(point.values()) not in seen:
+            seen.add(tuple(point.values()))
+            points.append(point)
     return Expansion(tuple(points), tuple(rejected), excluded)

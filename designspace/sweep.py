@@ -56,12 +56,13 @@ class SweepError(RuntimeError):
 
 # ---------------------------------------------------------------------------- tasks
 def cycles_task(point: dict, workload: str, spatial_div: int, seed: int) -> dict:
-    """Compile ``workload`` for ``point`` and simulate it: cycles, MACs, launches."""
+    """Compile ``workload`` for ``point`` and run it on the cycle-accurate simulator: cycles,
+    MACs, launches."""
     from .workloads import WorkloadError, compile_workload, program_cycles
     start = time.monotonic()
     try:
         program = compile_workload(workload, point_config(point), spatial_div=spatial_div,
-                                   seed=seed)
+                                   seed=seed, backend="cycle")
     except WorkloadError as exc:
         return {"error": str(exc)}
     return {"cycles": program_cycles(program), "macs": program.macs,
@@ -98,7 +99,8 @@ def _hw_point(point: dict) -> dict:
 def _cycles_desc(point: dict, workload: str, space: Space) -> dict:
     return {"kind": "cycles", "point": point, "workload": workload,
             "spatial_div": space.spatial_div, "seed": space.seed,
-            "code": source_digest("isa", "sim", "driver", "designspace/workloads.py")}
+            "code": source_digest("isa", "sim", "driver", "relay", "compiler",
+                                  "designspace/workloads.py")}
 
 
 def _verilog_desc(point: dict) -> dict:
@@ -229,9 +231,9 @@ def _ruled_out(space: Space, names: list, preds: list, cycles: list, margin: flo
     return reasons
 
 
-def _row(space: Space, point: dict, res: dict, res_from: str, fmax, fmax_from: str,
+def _row(space: Space, name: str, point: dict, res: dict, res_from: str, fmax, fmax_from: str,
          cyc: "dict | None") -> dict:
-    row = {"name": point_name(point), **{k: point[k] for k in CONFIG_KEYS}}
+    row = {"name": name, **{k: point[k] for k in CONFIG_KEYS}}
     row.update({r: res[r] for r in RESOURCES})
     row["resources_from"] = res_from
     row["fmax_mhz"] = fmax
@@ -266,7 +268,8 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
     if space.method == "nsga2":
         from .search import nsga2_points
         points = nsga2_points(space, points, cache=cache, runner=runner, log=log)
-    names = [point_name(p) for p in points]
+    included = {tuple(p.values()): n for n, p in space.include}
+    names = [included.get(tuple(p.values()), point_name(p)) for p in points]
     log(f"{len(points)} points ({len(exp.rejected)} rejected by VTAConfig, {exp.excluded} "
         f"excluded by constraints), {len(space.workloads)} workloads")
 
@@ -317,13 +320,13 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
     def rows_for(pnr: dict) -> list:
         from .synth import resources
         rows = []
-        for p, pred, c in zip(points, preds, cyc):
+        for p, name, pred, c in zip(points, names, preds, cyc):
             s = synth.get(_hw_key(p))
             real = s is not None and "cells" in s
             res = resources(s["cells"]) if real else pred
             f = pnr.get(_hw_key(p))
             fmax, src = (f, "nextpnr") if f else (pred["fmax_mhz"], "model")
-            rows.append(_row(space, p, res, "yosys" if real else "model", fmax, src, c))
+            rows.append(_row(space, name, p, res, "yosys" if real else "model", fmax, src, c))
         return rows
 
     def front(rows):

@@ -8,7 +8,7 @@ import pytest
 
 from designspace.space import (CONFIG_KEYS, SpaceError, expand, load_space, parse_space,
                                point_config)
-from isa.config import ConfigError
+from isa.config import ConfigError, load_config
 
 SPACE = """
 base = "tiny"
@@ -116,8 +116,20 @@ def test_shipped_small_space_expands():
     space = load_space(Path(__file__).resolve().parents[2] / "designspace" / "spaces"
                        / "small.toml")
     exp = expand(space)
-    assert len(exp.points) == 8 and not exp.rejected
+    assert len(exp.points) == 9 and not exp.rejected
     assert {p["LOG_BLOCK_IN"] for p in exp.points} == {1, 2, 3, 4}
+    # The included configuration is there as it is, with its own target clock.
+    assert dict(space.include)["ecp5-small"] in exp.points
+
+
+def test_include_adds_whole_configurations_once(tmp_path):
+    space = _space(tmp_path, 'base = "tiny"\ninclude = ["small", "tiny"]\n'
+                             '[params]\nLOG_BLOCK_IN = [1, 2]\nLOG_BLOCK_OUT = "LOG_BLOCK_IN"\n')
+    exp = expand(space)
+    assert len(exp.points) == 3             # tiny is already the grid's first point
+    assert point_config(exp.points[-1]).key == load_config("small").key
+    with pytest.raises(SpaceError, match="include: no configuration named 'nope'"):
+        _space(tmp_path, 'include = ["nope"]\n')
 
 
 def test_parse_space_rejects_non_tables():
