@@ -97,7 +97,7 @@ class CommandStream:
         """The instructions of the current (not yet launched) launch, with their addresses."""
         b = self._builder
         layout = {name: buf.addr for name, buf in self._by_region.items()}
-        layout[b._uop_region_name()] = self._uop_buf.addr
+        layout[b.uops_region] = self._uop_buf.addr
         return relocate_list(b.instructions, b.relocs, layout, self.cfg)
 
     @property
@@ -210,7 +210,7 @@ class CommandStream:
         self._check_open()
         self._run_launches = False
         try:
-            self._builder._seal()
+            self._builder.seal()
         finally:
             self._run_launches = True
         return self._built_image
@@ -218,7 +218,7 @@ class CommandStream:
     def synchronize(self, *, timeout: float | None = None) -> "RunResult | None":
         """Run what the stream holds (with the epilogue) and wait; None if it is empty."""
         self._check_open()
-        if self._builder._log is not None:
+        if self._builder.in_unit:
             raise StreamError("synchronize() inside a unit: a unit runs in one launch")
         if not self._builder.pending:
             return None

@@ -17,10 +17,12 @@ from .files import ProgramFormatError, dump_program, load_program, program_bytes
 from .kernel import (KernelError, KernelRegistry, Loop, UopKernel, UopResidency, alu_kernel,
                      gemm_kernel)
 from .program import (REGION_KINDS, Launch, LinkedProgram, LinkError, Program, ProgramError,
-                      Region, auto_layout, default_align, relocate, write_launch)
+                      Region, auto_layout, default_align, functional_counters, relocate,
+                      write_launch)
 
 __all__ = ["StreamBuilder", "DEFAULT_INSN_CAPACITY", "noop", "ProgramFormatError",
            "dump_program", "load_program", "program_bytes", "save_program", "KernelError",
            "KernelRegistry", "Loop", "UopKernel", "UopResidency", "alu_kernel", "gemm_kernel",
            "REGION_KINDS", "Launch", "LinkedProgram", "LinkError", "Program", "ProgramError",
-           "Region", "auto_layout", "default_align", "relocate", "write_launch"]
+           "Region", "auto_layout", "default_align", "functional_counters", "relocate",
+           "write_launch"]

@@ -13,7 +13,6 @@ is taken back and replayed in the next launch instead of being split.
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
 from contextlib import contextmanager
@@ -48,9 +47,9 @@ _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STA
 def with_fields(insn, **fields):
     """``insn.replace(**fields)`` for known fields, without re-running the dataclass
     constructor: token flags and addresses are set on every instruction of a stream."""
-    new = copy.copy(insn)
-    for name, value in fields.items():
-        object.__setattr__(new, name, value)
+    new = object.__new__(type(insn))
+    new.__dict__.update(insn.__dict__)      # frozen dataclasses keep their fields there
+    new.__dict__.update(fields)
     return new
 
 
@@ -252,6 +251,9 @@ class StreamBuilder:
     def parameter(self, name: str, array, *, align: int | None = None) -> Region:
         """Constant data carried by the program: the little-endian bytes of ``array``."""
         arr = np.ascontiguousarray(array)
+        if arr.dtype.kind not in "biuf":
+            raise ProgramError(f"parameter {name!r}: {arr.dtype} is not a numeric dtype "
+                               f"(DRAM holds integers and floats)")
         arr = arr.astype(arr.dtype.newbyteorder("<"))
         return self.region(name, arr.nbytes, "parameter", data=arr.view(np.uint8).reshape(-1),
                            align=align, shape=arr.shape, dtype=arr.dtype)
@@ -273,6 +275,9 @@ class StreamBuilder:
 
     def _shaped(self, name, shape, dtype, kind, align, fill) -> Region:
         shape = (shape,) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        if np.dtype(dtype).kind not in "biuf" or min(shape, default=0) < 0:
+            raise ProgramError(f"{kind} {name!r}: needs a numeric dtype and a non-negative "
+                               f"shape, got {shape} {np.dtype(dtype)}")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return self.region(name, nbytes, kind, fill=fill, align=align, shape=shape,
                            dtype=dtype)
@@ -332,7 +337,7 @@ class StreamBuilder:
             self._append(stage, noop(stage))
 
     def _tail_reserve(self) -> int:
-        return _TAIL_INSNS + sum(max(0, n) for n in self._balance.values())
+        return _TAIL_INSNS + sum([n for n in self._balance.values() if n > 0])
 
     def _fits(self, uops: int) -> bool:
         need = _MAX_INSNS_PER_CALL + 1 + self._tail_reserve()
@@ -483,7 +488,7 @@ class StreamBuilder:
         if loaded:
             self._append("compute", Load(memory_type=MemType.UOP, sram_base=begin,
                                          dram_base=self._stage_uops(kernel), y_size=1,
-                                         x_size=n, x_stride=n), self._uop_region_name())
+                                         x_size=n, x_stride=n), self.uops_region)
         fields = dict(uop_bgn=begin, uop_end=begin + n, **kernel.loop_fields())
         if mode == "gemm":
             insn = Gemm(reset=kernel.reset, **fields)
@@ -492,7 +497,9 @@ class StreamBuilder:
                        **fields)
         self._append("compute", insn)
 
-    def _uop_region_name(self) -> str:
+    @property
+    def uops_region(self) -> str:
+        """The name the open launch's micro-op region will have (``uops.N``)."""
         return f"uops.{len(self.launches)}"
 
     def _stage_uops(self, kernel: UopKernel) -> int:
@@ -573,6 +580,17 @@ class StreamBuilder:
                     self._push(*QUEUES[q])
             self._launch_start = len(self._insns)
         return launch
+
+    @property
+    def in_unit(self) -> bool:
+        return self._log is not None
+
+    def seal(self) -> Launch:
+        """Seal the open launch now, even if it is empty (its epilogue and FINISH alone)."""
+        self._check_open()
+        if self._log is not None:
+            raise ProgramError("seal() inside a unit: a unit stays in one launch")
+        return self._seal()
 
     def flush(self) -> Launch | None:
         """Seal the open launch now (like ``CommandStream.synchronize()`` without running);

@@ -116,7 +116,10 @@ def load_program(source: "str | Path | bytes") -> Program:
                                  "SHA-256 checksum")
     try:
         return _from_meta(meta, arrays)
-    except (KeyError, TypeError, ValueError, IndexError, ConfigError, IsaError) as exc:
+    except ProgramError as exc:
+        raise ProgramFormatError(f"invalid program file: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ConfigError,
+            IsaError) as exc:
         raise ProgramFormatError(f"invalid program file: {type(exc).__name__}: {exc}") from None
 
 
@@ -154,6 +157,7 @@ def dump_program(program: Program, *, instructions: bool = True) -> str:
     cfg = program.config
     lines = [f"program {program.name!r} for configuration {cfg.name!r}: "
              f"{len(program.launches)} launch(es), {program.instruction_count} instructions",
+             "counters: " + ", ".join(f"{k} {v}" for k, v in program.counters().items()),
              "", f"{'region':<24} {'kind':<12} {'bytes':>10} {'align':>6}  shape/dtype"]
     for r in program.regions:
         what = "" if r.shape is None else f"{list(r.shape)} {r.dtype}"

@@ -3,7 +3,6 @@ against a memory layout into program images (SPEC §5)."""
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -11,15 +10,15 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..arch import MemType, Opcode, elem_bytes
+from ..arch import FUNCTIONAL_COUNTERS, MemType, Opcode, elem_bytes
 from ..config import VTAConfig
-from ..encoding import IsaError, encode
+from ..encoding import Alu, Gemm, IsaError, Load, Store, encode
 from ..image import OutputRegion, ProgramImage
 from ..layout import mem_layout
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
            "REGION_KINDS", "DATA_KINDS", "default_align", "auto_layout", "relocate",
-           "relocate_list",
+           "relocate_list", "functional_counters",
            "write_launch"]
 
 #: Kinds of DRAM regions. ``uops`` and ``instructions`` are generated, one of each per launch.
@@ -120,8 +119,8 @@ def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
                             f"{MemType(insn.memory_type).name} element that instruction {i}"
                             f"{where} reads it as")
-        new = copy.copy(insn)       # insn.replace() without re-running the constructor
-        object.__setattr__(new, "dram_base", addr // eb + insn.dram_base)
+        new = object.__new__(type(insn))   # insn.replace() without re-running the constructor
+        new.__dict__.update(insn.__dict__, dram_base=addr // eb + insn.dram_base)
         insns[i] = new
     return insns
 
@@ -190,6 +189,30 @@ def write_launch(dram: np.ndarray, launch: Launch, regions: Mapping[str, Region]
     return layout[launch.insns]
 
 
+def functional_counters(cfg: VTAConfig, insns) -> dict[str, int]:
+    """What the original functional simulator's profiler counters (reference §5.7) read after
+    ``insns`` run (raw words excluded)."""
+    c = dict.fromkeys(FUNCTIONAL_COUNTERS, 0)
+    for insn in insns:
+        if isinstance(insn, Load) and insn.x_size:
+            key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
+                   MemType.ACC_8BIT: "acc"}.get(insn.memory_type)
+            if key:
+                # Like the original: an ACC_8BIT load counts whole accumulator elements.
+                eb = (cfg.acc_elem_bytes if insn.memory_type == MemType.ACC_8BIT
+                      else elem_bytes(cfg, insn.memory_type))
+                c[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * eb
+        elif isinstance(insn, Store) and insn.x_size:
+            c["out_store_nbytes"] += insn.x_size * insn.y_size * cfg.out_elem_bytes
+        elif isinstance(insn, (Gemm, Alu)):
+            n = insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn)
+            if isinstance(insn, Alu):
+                c["alu_counter"] += n
+            elif not insn.reset:
+                c["gemm_counter"] += n
+    return c
+
+
 def _round_up(value: int, align: int) -> int:
     return -(-value // align) * align
 
@@ -237,6 +260,14 @@ class Program:
     @property
     def instruction_count(self) -> int:
         return sum(len(launch) for launch in self.launches)
+
+    def counters(self) -> dict[str, int]:
+        """What the functional simulator's profiler counters will read after every launch
+        (bytes loaded per memory type, bytes stored, GEMM and ALU micro-op executions):
+        ``gemm_counter`` x ``config.macs_per_cycle`` is the program's multiply-accumulates."""
+        return functional_counters(self.config, [i for launch in self.launches
+                                                 for i in launch.instructions
+                                                 if not isinstance(i, int)])
 
     def alignment(self, name: str) -> int:
         """What a layout must honour for region ``name``: its ``align`` and the element size

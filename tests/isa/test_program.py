@@ -266,7 +266,16 @@ def test_random_streams_split_balanced_and_compute_what_numpy_says(case):
         if k < 3:
             find_race(image)
     assert len(prog.launches) == 1 + b.splits
-    dram = linked.run(run_image)
+    counted = dict.fromkeys(prog.counters(), 0)
+
+    def run_counting(image):
+        result = run_image(image)
+        for key in counted:
+            counted[key] += result.counters[key]
+        return result
+
+    dram = linked.run(run_counting)
+    assert counted == prog.counters()          # what the simulator counted, predicted
     for name, want in expected.items():
         assert np.array_equal(linked.read(name, dram), want), name
 
@@ -304,6 +313,10 @@ def test_link_runs_like_the_driver_stream():
     b, expected = build_stream(units, 30, 11)
     linked = b.build().link()
     dram = linked.run(run_image)
+    # The linked images are SPEC §5 images for every backend: the cycle-accurate simulator
+    # leaves the same DRAM, byte for byte.
+    import sim.cycle
+    assert np.array_equal(linked.run(sim.cycle.run_image), dram)
 
     dev = Device(CFG, dram_bytes=1 << 20)
     s = dev.stream(insn_capacity=30, uop_capacity=24)
@@ -395,6 +408,8 @@ def test_program_is_immutable():
         b.output("s", (2,), np.int8)
     with pytest.raises(ProgramError, match="the builder makes the micro-op"):
         b.scratch("insns.0", 16)
+    with pytest.raises(ProgramError, match="not a numeric dtype"):
+        b.parameter("o", np.array([object()]))
 
 
 # ---------------------------------------------------------------------------- files
@@ -450,6 +465,23 @@ def test_a_corrupted_program_file_is_a_clear_error(tmp_path):
     np.savez(bad, dram=np.zeros(4, np.uint8))
     with pytest.raises(ProgramFormatError, match="no 'meta'"):
         load_program(bad)
+    # Consistent checksum, inconsistent content: still a one-line format error.
+    from isa.program.files import _digest, _to_arrays
+    import json
+    for change, message in ((lambda m, a: m["regions"][0].update(kind="weird"),
+                             "unknown kind 'weird'"),
+                            (lambda m, a: a.update(launch0_relocs=np.array([[0, 99]])),
+                             "IndexError"),
+                            (lambda m, a: m["config"].update(LOG_BATCH=-3),
+                             "invalid program file")):
+        arrays = _to_arrays(prog)
+        meta = json.loads(str(arrays.pop("meta")))
+        meta.pop("sha256")
+        change(meta, arrays)
+        meta["sha256"] = _digest(meta, arrays)
+        np.savez(bad, meta=np.str_(json.dumps(meta)), **arrays)
+        with pytest.raises(ProgramFormatError, match=message):
+            load_program(bad)
     with pytest.raises(ProgramFormatError, match="no such program file"):
         load_program(tmp_path / "missing.npz")
     assert not (tmp_path / "p.npz.tmp").exists()
