@@ -25,6 +25,11 @@ _COMMAND_MODULES = (
 )
 
 
+# `vta run` on a compiled model is routed to the compiler in main(); --help says so.
+_VTAB_HELP = ("\n\n'vta run MODEL.vtab --input NAME=ARRAY.npy --out RESULT.npz' runs a compiled\n"
+              "model instead of a program image (see 'vta run MODEL.vtab --help').")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from isa.errors import EXIT_CODES_HELP
 
