@@ -33,7 +33,8 @@ class CoreBench:
         dut = self.dut
         dut.rst.value = 1
         dut.launch.value = 0
-        for sig in (dut.mem__cmd__ready, dut.mem__rd__valid, dut.mem__rd__payload,
+        for sig in (dut.mem__rcmd__ready, dut.mem__wcmd__ready, dut.mem__rd__valid,
+                    dut.mem__rd__payload,
                     dut.mem__wr__ready, dut.mem__wr_ack):
             sig.value = 0
         for _ in range(3):

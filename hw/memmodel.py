@@ -126,9 +126,9 @@ class MemoryModel:
         o.wr_ack = int(bool(self._acks) and self._acks[0] == c)
 
     # ------------------------------------------------------------------ one clock edge
-    def step(self, rcmd_valid: int, rcmd_addr: int, rcmd_len: int, wcmd_valid: int,
-             wcmd_addr: int, wcmd_len: int, rd_ready: int, wr_valid: int, wr_data: int,
-             wr_strb: int):
+    def step(self, rcmd_valid: int = 0, rcmd_addr: int = 0, rcmd_len: int = 0,
+             wcmd_valid: int = 0, wcmd_addr: int = 0, wcmd_len: int = 0, rd_ready: int = 0,
+             wr_valid: int = 0, wr_data: int = 0, wr_strb: int = 0):
         """Apply the rising edge that ends the current cycle, given the core's outputs."""
         o, c = self.out, self.cycle
         if o.wr_ack:
