@@ -73,10 +73,14 @@ def test_rtl_backend_gives_the_same_outputs(tmp_path):
     except BackendUnavailable as exc:
         pytest.skip(f"rtl backend unavailable: {exc}")
     mod, binary, x, ref, xname = prepare(tmp_path, "requant_chain.rly", config="small")
-    out = tmp_path / "out.npz"
-    assert main(["run", str(binary), "--input", f"x={tmp_path / 'x.npy'}", "--out", str(out),
-                 "--backend", "rtl"]) == 0
-    np.testing.assert_array_equal(np.load(out)["output_0"], ref)
+    cycles = {}
+    for backend in ("rtl", "cycle"):
+        out, report = tmp_path / f"{backend}.npz", tmp_path / f"{backend}.json"
+        assert main(["run", str(binary), "--input", f"x={tmp_path / 'x.npy'}", "--out",
+                     str(out), "--backend", backend, "--report", str(report)]) == 0
+        np.testing.assert_array_equal(np.load(out)["output_0"], ref)
+        cycles[backend] = [s["cycles"] for s in json.loads(report.read_text())["segments"]]
+    assert cycles["rtl"] == cycles["cycle"]      # the cycle simulator is the RTL's twin
 
 
 def test_inspect_lists_every_segment(tmp_path, capsys):
