@@ -4,7 +4,8 @@ when a model is loaded.
 Every segment becomes one function ``void f(i8** inputs, i8* out)`` looping over its output:
 
 * ``pack`` / ``unpack``: NCHW <-> the packed layout (zero padding of batch and channels), and
-  the four byte planes of an int32 VTA result recombined;
+  the four byte planes of an int32 VTA result recombined; ``unfold``: a shallow stem's kernel
+  columns moved into its channels (``operators.fold_columns``);
 * ``relay`` segments of ``nn.conv2d`` (NCHW/OIHW, groups), ``nn.dense`` and ``nn.softmax``
   (float or integer data VTA does not take, e.g. a float stem or classifier), of element-wise
   and broadcasting operators (integer and float32:
@@ -234,6 +235,25 @@ def _gen_pack(g: _Gen, seg) -> None:
         v = g.load(src, off)
         g.store(b.select(ok, v, g.ir.Constant(g.ty("int8"), 0)), dst, i)
     g.loop(int(np.prod(out_shape)), body)
+
+
+def _gen_unfold(g: _Gen, seg) -> None:
+    """x'[n, c kw + q, y, j] = x[n, c, y, j sw + q dw - pad_left] (0 outside)."""
+    a = seg.attrs
+    n, c, h, w = a["in_shape"]
+    kw, ow = a["kw"], a["out_w"]
+    src, dst = g.arg_ptr(0, "int8"), g.out_ptr("int8")
+    b = g.b
+
+    def body(i):
+        nn, cq, y, j = g.unravel(i, (n, c * kw, h, ow))
+        cc, q = b.sdiv(cq, g.c64(kw)), b.srem(cq, g.c64(kw))
+        x = b.sub(b.add(b.mul(j, g.c64(a["sw"])), b.mul(q, g.c64(a["dw"]))),
+                  g.c64(a["pad_left"]))
+        ok = b.and_(b.icmp_signed(">=", x, g.c64(0)), b.icmp_signed("<", x, g.c64(w)))
+        off = b.select(ok, g.offset([nn, cc, y, x], _strides((n, c, h, w))), g.c64(0))
+        g.store(b.select(ok, g.load(src, off), g.ir.Constant(g.ty("int8"), 0)), dst, i)
+    g.loop(n * c * kw * h * ow, body)
 
 
 def _gen_unpack(g: _Gen, seg, in_shape) -> None:
@@ -634,6 +654,8 @@ class CpuLibrary:
             _gen_pack(g, seg)
         elif seg.kind == "unpack":
             _gen_unpack(g, seg, tuple(seg.attrs["in_shape"]))
+        elif seg.kind == "unfold":
+            _gen_unfold(g, seg)
         else:
             call = seg.function.body
             name = call.op.name
@@ -677,6 +699,11 @@ def run_cpu_segment(seg, args: list) -> np.ndarray:
             x = planes_to_int32(x)
         shape = a["shape"]
         return unpack_activation(x, shape[0], shape[1]).reshape(shape)
+    if seg.kind == "unfold":
+        from .operators import ColumnFold, unfold_columns
+        a = dict(seg.attrs)
+        a["in_shape"] = tuple(a["in_shape"])
+        return unfold_columns(np.asarray(args[0]).reshape(a["in_shape"]), ColumnFold(**a))
     from relay.interpreter import Interpreter
     from relay.ir import IRModule
     return np.asarray(Interpreter(IRModule({"main": seg.function})).run_main(*args))

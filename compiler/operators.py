@@ -13,7 +13,7 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
+__all__ = ["TailOp", "simplify_tail", "ColumnFold", "fold_columns", "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
 ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
 _MAX_PAD = (1 << MEMOP_PAD_BITS) - 1
@@ -114,6 +114,52 @@ class ConvOp:
                 + (f" groups={self.groups}" if self.groups > 1 else ""))
         tail = ", ".join(t.describe() for t in self.tail)
         return f"{core} [{tail}] -> {self.out_dtype}" if tail else f"{core} -> {self.out_dtype}"
+
+
+@dataclass(frozen=True)
+class ColumnFold:
+    """How ``fold_columns`` rewrote a convolution: the input ``x`` (N, C, H, W) becomes
+    ``x'[n, c * kw + q, y, j] = x[n, c, y, j * sw + q * dw - pad_left]`` (zero outside),
+    of shape (N, C * kw, H, OW)."""
+
+    kw: int
+    sw: int
+    dw: int
+    pad_left: int
+    out_w: int
+    in_shape: tuple
+
+
+def fold_columns(op: ConvOp, cfg: VTAConfig) -> tuple[ConvOp, ColumnFold] | None:
+    """Pass for shallow convolutions (the 3-channel stem): move the kernel's columns into the
+    channels. Guarantees: the returned operator applied to the unfolded input computes exactly
+    ``op``; it is returned only when it needs fewer channel blocks x kernel taps (the GEMM
+    work), e.g. 7x7 on 3 channels: 7 taps x 2 blocks instead of 49 x 1."""
+    n, c, h, w = op.data_shape
+    o, ig, kh, kw = op.weight.shape
+    if op.kind != "conv2d" or op.groups != 1 or kw == 1:
+        return None
+    if ceil_div(c * kw, cfg.block_in) >= ceil_div(c, cfg.block_in) * kw:
+        return None
+    (sh, sw), (dh, dw) = op.strides, op.dilation
+    pt, pl, pb, pr = op.padding
+    ow = op.out_shape[3]
+    weight = np.ascontiguousarray(op.weight.transpose(0, 1, 3, 2).reshape(o, c * kw, kh, 1))
+    folded = ConvOp(op.name, "conv2d", (n, c * kw, h, ow), weight, (sh, 1), (pt, 0, pb, 0),
+                    (dh, 1), 1, op.tail, op.consts, op.out_dtype)
+    return folded, ColumnFold(kw, sw, dw, pl, ow, tuple(op.data_shape))
+
+
+def unfold_columns(x: np.ndarray, f: ColumnFold) -> np.ndarray:
+    """The input of a column-folded convolution (numpy reference)."""
+    n, c, h, w = f.in_shape
+    out = np.zeros((n, c, f.kw, h, f.out_w), x.dtype)
+    for q in range(f.kw):
+        for j in range(f.out_w):
+            src = j * f.sw + q * f.dw - f.pad_left
+            if 0 <= src < w:
+                out[:, :, q, :, j] = x[:, :, :, src]
+    return out.reshape(n, c * f.kw, h, f.out_w)
 
 
 def _effective_groups(op: ConvOp, cfg: VTAConfig) -> int:

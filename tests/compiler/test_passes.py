@@ -163,3 +163,26 @@ def test_simplify_tail_before_after():
                  "MIN": lambda: np.minimum(v, b), "MUL": lambda: v * b}[t.alu]()
         return v
     np.testing.assert_array_equal(run(before), run(after))
+
+
+def test_fold_columns_before_after():
+    """The stem's kernel columns move into its channels: a 7x7/2 conv on 3 channels becomes a
+    7x1 conv on 21 channels (2 blocks x 7 taps of GEMM work instead of 1 x 49), exactly."""
+    from compiler.operators import ConvOp, TailOp, fold_columns, geometry, unfold_columns
+    from compiler.reference import reference_conv
+    cfg = load_config("default")
+    rng = np.random.default_rng(6)
+    x = rng.integers(-128, 128, (2, 3, 17, 15)).astype(np.int8)
+    w = rng.integers(-128, 128, (8, 3, 7, 7)).astype(np.int8)
+    op = ConvOp("stem", "conv2d", x.shape, w, (2, 2), (3, 3, 2, 1), (1, 1), 1,
+                (TailOp("SHR", imm=4),), (), "int32")
+    folded, fold = fold_columns(op, cfg)
+    assert folded.data_shape == (2, 21, 17, op.out_shape[3])
+    assert folded.weight.shape == (8, 21, 7, 1)
+    assert (folded.strides, folded.padding) == ((2, 1), (3, 0, 2, 0))
+    g0, g1 = geometry(op, cfg), geometry(folded, cfg)
+    assert (g0.cbg * 49, g1.cbg * 7) == (49, 14)
+    np.testing.assert_array_equal(reference_conv(folded, unfold_columns(x, fold)),
+                                  reference_conv(op, x))
+    deep = ConvOp("c", "conv2d", (1, 16, 8, 8), np.ones((16, 16, 3, 3), np.int8))
+    assert fold_columns(deep, cfg) is None        # 16 channels: already whole blocks
