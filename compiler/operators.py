@@ -13,7 +13,8 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "ColumnFold", "fold_columns", "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
+__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "ColumnFold", "fold_columns",
+           "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
 ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
 _MAX_PAD = (1 << MEMOP_PAD_BITS) - 1
@@ -114,6 +115,29 @@ class ConvOp:
                 + (f" groups={self.groups}" if self.groups > 1 else ""))
         tail = ", ".join(t.describe() for t in self.tail)
         return f"{core} [{tail}] -> {self.out_dtype}" if tail else f"{core} -> {self.out_dtype}"
+
+
+def merge_constant_adds(steps: tuple, consts: tuple) -> tuple[tuple, tuple]:
+    """Pass: an ``ADD`` of a per-channel constant next to an immediate ``ADD`` (a bias and the
+    rounding term of a shift) becomes one ``ADD`` of their sum. Guarantees the same int32
+    results (both adds wrap, so they commute) with one ALU pass less; constants are renumbered
+    in order of use, unused ones dropped."""
+    steps, consts = list(steps), [np.asarray(c, np.int32) for c in consts]
+    i = 0
+    while i + 1 < len(steps):
+        a, b = steps[i], steps[i + 1]
+        pair = {a.alu, b.alu} == {"ADD"} and (a.const is None) != (b.const is None) and \
+            (a.imm is None) != (b.imm is None)
+        if pair:
+            k, v = (a.const, b.imm) if a.const is not None else (b.const, a.imm)
+            consts.append((consts[k].astype(np.int64) + v).astype(np.int32))   # wraps
+            steps[i:i + 2] = [TailOp("ADD", const=len(consts) - 1)]
+        else:
+            i += 1
+    used = list(dict.fromkeys(t.const for t in steps if t.const is not None))
+    renumber = {old: new for new, old in enumerate(used)}
+    steps = [TailOp(t.alu, const=renumber[t.const]) if t.const is not None else t for t in steps]
+    return tuple(steps), tuple(consts[k] for k in used)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ def test_partition_for_vta_before_after():
     op = vta_operator(call.op, "vta0")
     assert op.describe() == ("conv2d 4->8 3x3/1 on 6x6 [ADD const0, ADD residual, ADD 8, SHR 4, "
                              "MAX -128, MIN 127] -> int8")
+    assert len(op.consts) == 1
 
 
 def test_partition_of_pools_and_int8_elementwise():
@@ -186,3 +187,16 @@ def test_fold_columns_before_after():
                                   reference_conv(op, x))
     deep = ConvOp("c", "conv2d", (1, 16, 8, 8), np.ones((16, 16, 3, 3), np.int8))
     assert fold_columns(deep, cfg) is None        # 16 channels: already whole blocks
+
+
+def test_merge_constant_adds_before_after():
+    from compiler.operators import TailOp as T, merge_constant_adds
+    bias = np.array([1, -2, 2 ** 31 - 100], np.int32)
+    scale = np.array([3, 3, 3], np.int32)
+    before = (T("ADD", const=0), T("ADD", imm=128), T("SHR", imm=8), T("MUL", const=1),
+              T("ADD", imm=5), T("ADD", const=2))
+    steps, consts = merge_constant_adds(before, (bias, scale, bias))
+    assert steps == (T("ADD", const=0), T("SHR", imm=8), T("MUL", const=1), T("ADD", const=2))
+    np.testing.assert_array_equal(consts[0], (bias.astype(np.int64) + 128).astype(np.int32))
+    np.testing.assert_array_equal(consts[1], scale)
+    np.testing.assert_array_equal(consts[2], (bias.astype(np.int64) + 5).astype(np.int32))
