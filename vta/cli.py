@@ -10,7 +10,7 @@ __all__ = ["main", "build_parser"]
 
 # Modules with a ``register(subparsers)`` function, in the order --help lists them.
 _COMMAND_MODULES = ("vta.demo", "isa.cli", "driver.cli", "sim.trace_plot", "hw.cli", "relay.cli",
-                    "compiler.cli")
+                    "isa.program.cli", "compiler.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
