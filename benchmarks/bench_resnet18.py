@@ -21,8 +21,8 @@ requantisation tail and the accumulator reset take one ALU pass per accumulator 
 the compute module, which cannot overlap GEMM (14 % of C2's GEMM work). The 1x1 stride-2
 layers (C4, C7, C10: 52-61 %) and fc (75 %) are bound by DRAM traffic and that same tail. C1
 (the 3-channel stem) runs column-folded (7 taps on 21 channels): 0.96 M cycles, 48 % GEMM
-utilisation (2.73 M and 17 % unfolded). The whole integer ResNet-18 compiles untuned in 7.7 s
-and runs in 9.33 M cycles (67 s on the cycle simulator).
+utilisation (2.73 M and 17 % unfolded). The whole integer ResNet-18 compiles untuned in 4-8 s
+(shared cores) and runs in 9.22 M cycles (48 s on the cycle simulator).
 """
 
 from __future__ import annotations
