@@ -163,7 +163,8 @@ def main() -> int:
               "of the input, then a 7x1 convolution on VTA); roofline of the folded layer")
     if all(n in args.layers for n in LAYERS if n != "C1"):
         print(f"C2-C11 weighted by occurrence: untuned {totals['untuned'] / 1e6:.2f} M cycles "
-              f"({totals['untuned'] / ANCHOR_CHISEL:.2f}x the original's {ANCHOR_CHISEL / 1e6:.2f} M, "
+              f"({totals['untuned'] / ANCHOR_CHISEL:.2f}x the original's "
+              f"{ANCHOR_CHISEL / 1e6:.2f} M, "
               f"{ANCHOR_BOUND / totals['untuned']:.1%} of the {ANCHOR_BOUND / 1e6:.2f} M bound)")
         if not args.no_tune:
             print(f"                              tuned   {totals['tuned'] / 1e6:.2f} M cycles "

@@ -314,7 +314,8 @@ class _Partition(ExprMutator):
             subst[id(tail.residual)] = p_res
         body = _Rebuild(subst).visit(last)
         fn = Function(params, body, _ttype(last),
-                      attrs={"Primitive": 1, "Compiler": "vta", "global_symbol": f"vta_{self.count}"})
+                      attrs={"Primitive": 1, "Compiler": "vta",
+                             "global_symbol": f"vta_{self.count}"})
         self.count += 1
         return Call(fn, args)
 
