@@ -131,8 +131,10 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``).
 GEMM_LATENCY = 5
-#: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``).
-ALU_LATENCY = 3
+#: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
+#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes and write (the multiply
+#: gets a cycle of its own after the SRAM read).
+ALU_LATENCY = 4
 
 #: The original functional simulator's profiler counters (reference §5.7).
 FUNCTIONAL_COUNTERS = ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",

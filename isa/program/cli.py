@@ -1,4 +1,4 @@
-"""``vta program``: inspect a saved relocatable program and link it into program images."""
+"""``vta link``: inspect a saved relocatable program and link it into program images."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = ["register"]
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "program", help="inspect a saved VTA program (isa.program) and link it into images",
+        "link", help="inspect a saved VTA program (isa.program) and link it into images",
         description="Print a saved relocatable program: its regions and every launch in `vta "
                     "asm` syntax (relocated addresses as REGION+OFFSET). With --images, link "
                     "it with the automatic layout (inputs zero) and write one SPEC §5 image "
@@ -31,14 +31,14 @@ def _program(args) -> int:
     try:
         program = load_program(args.source)
     except ProgramFormatError as exc:
-        print(f"vta program: error: {args.source}: {exc}", file=sys.stderr)
+        print(f"vta link: error: {args.source}: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(program.dump(instructions=not args.summary))
     if args.images is not None:
         try:
             linked = program.link()
         except LinkError as exc:
-            print(f"vta program: error: {exc}", file=sys.stderr)
+            print(f"vta link: error: {exc}", file=sys.stderr)
             return 1
         args.images.mkdir(parents=True, exist_ok=True)
         for k in range(len(linked)):

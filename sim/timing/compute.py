@@ -30,7 +30,7 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = 5 GEMM, 3 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
+    *c* + 1 + *j* + L (L = 5 GEMM, 4 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
     index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops, and the *j* micro-ops
     before it still complete.
     """
@@ -93,13 +93,10 @@ class ComputeModule(ModuleBase):
         self.finish = False
 
     def cmd(self):
-        r = self.active.reader
-        if r.fsm == 1:
-            return r.bs.cur_beat * r.bb, r.bs.burst()
-        return None
+        return self.active.cmd()
 
     def rd_ready(self) -> bool:
-        return self.active.reader.rd_ready()
+        return self.active.rd_ready()
 
     def comb(self, t: int, head_valid: bool, head, halt: bool, l2g_avail: bool,
              s2g_avail: bool) -> None:
@@ -146,16 +143,7 @@ class ComputeModule(ModuleBase):
 
     def _first_bad(self, d) -> int | None:
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
-        cfg, f = self.cfg, d.f
-        dst, src, wgt = self.semantics._uop_indices(d.insn)
-        bad = dst >= cfg.acc_depth
-        if d.opcode == Opcode.GEMM:
-            if not f["reset"]:
-                bad |= (src >= cfg.inp_depth) | (wgt >= cfg.wgt_depth)
-        elif not f["use_imm"]:
-            bad |= src >= cfg.acc_depth
-        hit = np.flatnonzero(bad)
-        return int(hit[0]) if hit.size else None
+        return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
     def update(self, t: int, head, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
         fsm = self.fsm

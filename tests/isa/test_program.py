@@ -535,7 +535,7 @@ def test_vta_program_command(tmp_path, capsys):
     prog = b.build()
     path = tmp_path / "p.npz"
     prog.save(path)
-    assert main(["program", str(path), "--summary", "--images", str(tmp_path / "img")]) == 0
+    assert main(["link", str(path), "--summary", "--images", str(tmp_path / "img")]) == 0
     out = capsys.readouterr().out
     assert "launch 1:" in out and "dram_base=" not in out and "image(s)" in out
     # The written images, run in order, compute what numpy says.
@@ -552,5 +552,5 @@ def test_vta_program_command(tmp_path, capsys):
     for name, want in expected.items():
         assert np.array_equal(linked.read(name, dram), want)
     path.write_bytes(b"not a zip")
-    assert main(["program", str(path)]) == 2
+    assert main(["link", str(path)]) == 2
     assert "not a saved VTA program" in capsys.readouterr().err
