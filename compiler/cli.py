@@ -145,7 +145,8 @@ def describe(model) -> str:
         if seg.target == "vta":
             c = seg.program.counts()
             lines.append(f"  {seg.name:<7} vta  {seg.op.describe()}")
-            lines.append(f"          schedule {seg.schedule}; {len(seg.program.commands)} "
+            sched = seg.schedule if seg.schedule is not None else "fixed (ALU operator)"
+            lines.append(f"          schedule {sched}; {len(seg.program.commands)} "
                          f"commands, {len(seg.program.kernels)} kernels, "
                          f"{c['gemm_uops']} GEMM / {c['alu_uops']} ALU micro-ops")
         else:
