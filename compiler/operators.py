@@ -13,7 +13,8 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "ColumnFold", "fold_columns",
+__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "sink_max",
+           "accumulator_bounds", "ColumnFold", "fold_columns",
            "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
 ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
@@ -138,6 +139,73 @@ def merge_constant_adds(steps: tuple, consts: tuple) -> tuple[tuple, tuple]:
     renumber = {old: new for new, old in enumerate(used)}
     steps = [TailOp(t.alu, const=renumber[t.const]) if t.const is not None else t for t in steps]
     return tuple(steps), tuple(consts[k] for k in used)
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def tail_ranges(steps: tuple, consts: tuple, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Interval analysis of a tail on per-channel accumulator bounds [lo, hi]: True if no
+    ADD or MUL can wrap (every intermediate stays inside int32)."""
+    lo, hi = lo.astype(object), hi.astype(object)
+    for t in steps:
+        if t.residual:
+            b_lo, b_hi = -128, 127
+        elif t.const is not None:
+            b_lo = b_hi = np.asarray(consts[t.const]).astype(object)
+        else:
+            b_lo = b_hi = t.imm
+        if t.alu == "ADD":
+            lo, hi = lo + b_lo, hi + b_hi
+        elif t.alu == "MUL":
+            cands = [lo * b_lo, lo * b_hi, hi * b_lo, hi * b_hi]
+            lo = np.minimum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
+            hi = np.maximum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
+        elif t.alu == "SHR":
+            if t.imm is None or t.imm < 0:
+                return False
+            lo, hi = lo // (1 << t.imm), hi // (1 << t.imm)
+        elif t.alu == "MAX":
+            lo, hi = np.maximum(lo, b_lo), np.maximum(hi, b_hi)
+        elif t.alu == "MIN":
+            lo, hi = np.minimum(lo, b_lo), np.minimum(hi, b_hi)
+        if np.min(lo) < _I32[0] or np.max(hi) > _I32[1]:
+            return False
+    return True
+
+
+def sink_max(steps: tuple) -> tuple:
+    """Pass (valid only when the tail cannot wrap, see :func:`tail_ranges`): an immediate
+    ``MAX a`` moves after a following ``ADD c`` (becoming ``MAX a + c``) or ``SHR s`` (becoming
+    ``MAX a >> s``), both monotone. Guarantees the same results; relu before a rounding shift
+    then meets the bias (``merge_constant_adds``) and the clip (``simplify_tail``): two ALU
+    passes fewer for the quantiser's ``bias, relu, +r, >> s, clip``."""
+    steps = list(steps)
+    moved = True
+    while moved:
+        moved = False
+        for i in range(len(steps) - 1):
+            a, b = steps[i], steps[i + 1]
+            if a.alu != "MAX" or a.imm is None or b.imm is None:
+                continue
+            if b.alu == "ADD":
+                new = a.imm + b.imm
+            elif b.alu == "SHR" and b.imm >= 0:
+                new = a.imm >> b.imm
+            else:
+                continue
+            if not -(1 << 15) <= new < (1 << 15):
+                continue
+            steps[i], steps[i + 1] = b, TailOp("MAX", imm=new)
+            moved = True
+    return tuple(steps)
+
+
+def accumulator_bounds(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel, the extremes of an int8 convolution's int32 sum over int8 data."""
+    w = weight.astype(np.int64).reshape(weight.shape[0], -1)
+    return (np.minimum(w * 127, w * -128).sum(axis=1),
+            np.maximum(w * 127, w * -128).sum(axis=1))
 
 
 @dataclass(frozen=True)

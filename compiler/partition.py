@@ -19,7 +19,8 @@ from relay.ty import TensorType
 from relay.visitor import ExprMutator
 
 from .errors import CompileError
-from .operators import ConvOp, TailOp, merge_constant_adds, simplify_tail
+from .operators import (ConvOp, TailOp, accumulator_bounds, merge_constant_adds, simplify_tail,
+                        sink_max, tail_ranges)
 
 __all__ = ["prepare", "partition_for_vta", "vta_operator", "vta_functions", "IMM_RANGE"]
 
@@ -355,9 +356,13 @@ def vta_functions(expr) -> list[Call]:
             and n.op.attrs.get("Compiler") == "vta"]
 
 
-def _finish(tail: _Tail) -> tuple[tuple, tuple]:
-    """The tail's steps and constants after the peephole passes."""
-    steps, consts = merge_constant_adds(tuple(tail.steps), tuple(tail.consts))
+def _finish(tail: _Tail, weight: np.ndarray | None = None) -> tuple[tuple, tuple]:
+    """The tail's steps and constants after the peephole passes (``sink_max`` only when the
+    interval analysis from the int8 ``weight`` proves that nothing wraps)."""
+    steps, consts = tuple(tail.steps), tuple(tail.consts)
+    if weight is not None and tail_ranges(steps, consts, *accumulator_bounds(weight)):
+        steps = sink_max(steps)
+    steps, consts = merge_constant_adds(steps, consts)
     return simplify_tail(steps), consts
 
 
@@ -406,11 +411,11 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
     x = _ttype(anchor.args[0])
     w = anchor.args[1].data
     if anchor.op.name == "nn.dense":
-        steps, consts = _finish(tail)
+        steps, consts = _finish(tail, w)
         return ConvOp(name, "dense", (x.shape[0], x.shape[1], 1, 1), w.reshape(w.shape + (1, 1)),
                       tail=steps, consts=consts, out_dtype=out_dtype)
     a = _attrs(anchor)
     from relay.op._common import pair, padding4
     return ConvOp(name, "conv2d", tuple(x.shape), w, tuple(pair(a["strides"], "strides")),
                   tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")),
-                  a["groups"], *_finish(tail), out_dtype)
+                  a["groups"], *_finish(tail, w), out_dtype)

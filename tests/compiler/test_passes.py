@@ -200,3 +200,36 @@ def test_merge_constant_adds_before_after():
     np.testing.assert_array_equal(consts[0], (bias.astype(np.int64) + 128).astype(np.int32))
     np.testing.assert_array_equal(consts[1], scale)
     np.testing.assert_array_equal(consts[2], (bias.astype(np.int64) + 5).astype(np.int32))
+
+
+def test_sink_max_before_after():
+    """relu before the rounding shift moves behind it; with the merged bias and clip the
+    quantiser's tail costs four ALU passes instead of six, with the same results."""
+    from compiler.operators import (TailOp as T, accumulator_bounds, merge_constant_adds,
+                                    simplify_tail, sink_max, tail_ranges)
+    rng = np.random.default_rng(2)
+    w = rng.integers(-128, 128, (8, 16, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, 8).astype(np.int32)
+    before = (T("ADD", const=0), T("MAX", imm=0), T("ADD", imm=32), T("SHR", imm=6),
+              T("MAX", imm=-128), T("MIN", imm=127))
+    lo, hi = accumulator_bounds(w)
+    assert tail_ranges(before, (bias,), lo, hi)
+    assert sink_max(before) == (T("ADD", const=0), T("ADD", imm=32), T("SHR", imm=6),
+                                T("MAX", imm=0), T("MAX", imm=-128), T("MIN", imm=127))
+    steps, consts = merge_constant_adds(sink_max(before), (bias,))
+    after = simplify_tail(steps)
+    assert after == (T("ADD", const=0), T("SHR", imm=6), T("MAX", imm=0), T("MIN", imm=127))
+    acc = rng.integers(lo, hi + 1, (1000, 8))
+    acc[0], acc[1] = lo, hi
+
+    def run(steps, consts):
+        v = acc.astype(np.int64)
+        for t in steps:
+            b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
+            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+                 "MIN": lambda: np.minimum(v, b)}[t.alu]()
+        return v
+    np.testing.assert_array_equal(run(before, (bias,)), run(after, consts))
+    # an accumulator that could wrap keeps its order
+    huge = np.full(8, 2 ** 31 - 10, np.int64)
+    assert not tail_ranges(before, (bias,), huge - 1, huge)
