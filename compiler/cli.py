@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["register", "run_vtab_main", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "EXIT_INTERNAL"]
+from isa.errors import EXIT_OK, InputError
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+__all__ = ["register", "run_vtab_main", "describe", "report_table"]
 
 
-class _Usage(Exception):
+class _Usage(InputError):
     """Bad usage or an unreadable/invalid input file (exit 2)."""
 
 
@@ -33,7 +32,7 @@ def register(subparsers) -> None:
     c.add_argument("--tune", action="store_true",
                    help="use (and fill) the tuning cache: measure the best schedules of each "
                         "VTA operator on the cycle simulator")
-    c.set_defaults(func=lambda a: _guard("compile", _compile, a))
+    c.set_defaults(func=_compile)
 
     t = subparsers.add_parser(
         "tune", help="tune the VTA operators of a model on the cycle simulator",
@@ -45,37 +44,13 @@ def register(subparsers) -> None:
     t.add_argument("--params", metavar="PARAMS.npz")
     t.add_argument("--config", default="default")
     t.add_argument("--top", type=int, default=6, help="candidates measured per operator")
-    t.set_defaults(func=lambda a: _guard("tune", _tune, a))
+    t.set_defaults(func=_tune)
 
     i = subparsers.add_parser("inspect", help="summarise a VTA binary (.vtab)",
                               description="Print the configuration, inputs, outputs and the "
                                           "segments of a VTA binary with their schedules.")
     i.add_argument("binary", metavar="MODEL.vtab")
-    i.set_defaults(func=lambda a: _guard("inspect", _inspect, a))
-
-
-def _guard(command: str, fn, args) -> int:
-    from relay.parser import ParseError
-    from relay.typecheck import RelayTypeError
-
-    from driver.backends import BackendUnavailable, DeviceError, DeviceTimeout
-
-    from .errors import BinaryError, CompileError
-    try:
-        return fn(args) or EXIT_OK
-    except (_Usage, BinaryError, ParseError, RelayTypeError) as exc:
-        print(f"vta {command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (CompileError, DeviceError, DeviceTimeout) as exc:
-        print(f"vta {command}: error: {exc}", file=sys.stderr)
-        return EXIT_REJECTED
-    except BackendUnavailable as exc:
-        print(f"vta {command}: error: {exc}", file=sys.stderr)
-        return EXIT_REJECTED
-    except Exception:
-        traceback.print_exc()
-        print(f"vta {command}: internal error (a bug; please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+    i.set_defaults(func=_inspect)
 
 
 def _read_model(path: str):
@@ -170,7 +145,8 @@ def describe(model) -> str:
         if seg.target == "vta":
             c = seg.program.counts()
             lines.append(f"  {seg.name:<7} vta  {seg.op.describe()}")
-            lines.append(f"          schedule {seg.schedule}; {len(seg.program.commands)} "
+            sched = seg.schedule if seg.schedule is not None else "fixed (ALU operator)"
+            lines.append(f"          schedule {sched}; {len(seg.program.commands)} "
                          f"commands, {len(seg.program.kernels)} kernels, "
                          f"{c['gemm_uops']} GEMM / {c['alu_uops']} ALU micro-ops")
         else:
@@ -202,9 +178,9 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def run_vtab_main(argv: list[str]) -> int:
-    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here)."""
-    args = _run_parser().parse_args(argv)
-    return _guard("run", _run, args)
+    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here and maps
+    the exceptions to exit codes)."""
+    return _run(_run_parser().parse_args(argv))
 
 
 def _run(args) -> int:

@@ -4,10 +4,11 @@ when a model is loaded.
 Every segment becomes one function ``void f(i8** inputs, i8* out)`` looping over its output:
 
 * ``pack`` / ``unpack``: NCHW <-> the packed layout (zero padding of batch and channels), and
-  the four byte planes of an int32 VTA result recombined;
+  the four byte planes of an int32 VTA result recombined; ``unfold``: a shallow stem's kernel
+  columns moved into its channels (``operators.fold_columns``);
 * ``relay`` segments of ``nn.conv2d`` (NCHW/OIHW, groups), ``nn.dense`` and ``nn.softmax``
   (float or integer data VTA does not take, e.g. a float stem or classifier), of element-wise
-  and broadcasting operators (integer and float32:
+  and broadcasting operators, ``concatenate`` (integer and float32:
   quantisation ``multiply``/``round``/``clip``/``cast`` and dequantisation at the edges, shifts,
   bias adds, ``where``-free arithmetic), layout operators (``reshape``, ``nn.batch_flatten``,
   ``squeeze``, ``expand_dims``, ``transpose``) and pooling (``nn.max_pool2d``,
@@ -75,11 +76,18 @@ def supported(seg) -> bool:
     if not (isinstance(body, Call) and isinstance(body.op, Op)):
         return False
     name = body.op.name
-    types = [a.checked_type for a in body.args] + [body.checked_type]
+    types = [t for a in body.args for t in (
+        [f.checked_type for f in a.fields] if hasattr(a, "fields") else [a.checked_type])]
+    types.append(body.checked_type)
     if any(getattr(t, "dtype", None) not in _DTYPES for t in types):
         return False
     if any(not all(isinstance(d, int) for d in t.shape) for t in types):
         return False
+    if name == "concatenate":
+        fields = body.args[0]
+        from relay.ir import Tuple
+        return isinstance(fields, Tuple) and all(isinstance(f, Var) for f in fields.fields) \
+            and all(f.checked_type.dtype == types[-1].dtype for f in fields.fields)
     if not all(isinstance(a, (Var, Constant)) for a in body.args):
         return False
     if name in _POOLS:
@@ -236,6 +244,25 @@ def _gen_pack(g: _Gen, seg) -> None:
     g.loop(int(np.prod(out_shape)), body)
 
 
+def _gen_unfold(g: _Gen, seg) -> None:
+    """x'[n, c kw + q, y, j] = x[n, c, y, j sw + q dw - pad_left] (0 outside)."""
+    a = seg.attrs
+    n, c, h, w = a["in_shape"]
+    kw, ow = a["kw"], a["out_w"]
+    src, dst = g.arg_ptr(0, "int8"), g.out_ptr("int8")
+    b = g.b
+
+    def body(i):
+        nn, cq, y, j = g.unravel(i, (n, c * kw, h, ow))
+        cc, q = b.sdiv(cq, g.c64(kw)), b.srem(cq, g.c64(kw))
+        x = b.sub(b.add(b.mul(j, g.c64(a["sw"])), b.mul(q, g.c64(a["dw"]))),
+                  g.c64(a["pad_left"]))
+        ok = b.and_(b.icmp_signed(">=", x, g.c64(0)), b.icmp_signed("<", x, g.c64(w)))
+        off = b.select(ok, g.offset([nn, cc, y, x], _strides((n, c, h, w))), g.c64(0))
+        g.store(b.select(ok, g.load(src, off), g.ir.Constant(g.ty("int8"), 0)), dst, i)
+    g.loop(n * c * kw * h * ow, body)
+
+
 def _gen_unpack(g: _Gen, seg, in_shape) -> None:
     a = seg.attrs
     shape = a["shape"]
@@ -280,6 +307,34 @@ def _gen_layout(g: _Gen, call) -> None:
     perm = [st[a] for a in axes]
     g.loop(total, lambda i: g.store(g.load(src, g.offset(g.unravel(i, t_out.shape), perm)),
                                    dst, i))
+
+
+def _gen_concatenate(g: _Gen, call) -> None:
+    """Each output element from the input that holds its coordinate along the axis."""
+    b = g.b
+    t_out = call.checked_type
+    out_shape = tuple(t_out.shape)
+    axis = _attrs(call)["axis"] % len(out_shape)
+    shapes = [tuple(f.checked_type.shape) for f in call.args[0].fields]
+    ptrs = [g.arg_ptr(k, t_out.dtype) for k in range(len(shapes))]
+    dst = g.out_ptr(t_out.dtype)
+    starts = np.cumsum([0] + [sh[axis] for sh in shapes])
+
+    def body(i):
+        idx = g.unravel(i, out_shape)
+        j = idx[axis]
+        ptr, off = ptrs[-1], None
+        for k in reversed(range(len(shapes))):
+            local = list(idx)
+            local[axis] = b.sub(j, g.c64(int(starts[k])))
+            off_k = g.offset(local, _strides(shapes[k]))
+            if off is None:
+                off = off_k
+                continue
+            inside = b.icmp_signed("<", j, g.c64(int(starts[k + 1])))
+            ptr, off = b.select(inside, ptrs[k], ptr), b.select(inside, off_k, off)
+        g.store(g.load(ptr, off), dst, i)
+    g.loop(int(np.prod(out_shape, dtype=np.int64)), body)
 
 
 def _scalar_op(g: _Gen, name, attrs, vals, dtype):
@@ -634,6 +689,8 @@ class CpuLibrary:
             _gen_pack(g, seg)
         elif seg.kind == "unpack":
             _gen_unpack(g, seg, tuple(seg.attrs["in_shape"]))
+        elif seg.kind == "unfold":
+            _gen_unfold(g, seg)
         else:
             call = seg.function.body
             name = call.op.name
@@ -645,6 +702,8 @@ class CpuLibrary:
                 _gen_dense(g, call)
             elif name == "nn.softmax":
                 _gen_softmax(g, call)
+            elif name == "concatenate":
+                _gen_concatenate(g, call)
             elif name in _LAYOUT:
                 _gen_layout(g, call)
             else:
@@ -677,6 +736,11 @@ def run_cpu_segment(seg, args: list) -> np.ndarray:
             x = planes_to_int32(x)
         shape = a["shape"]
         return unpack_activation(x, shape[0], shape[1]).reshape(shape)
+    if seg.kind == "unfold":
+        from .operators import ColumnFold, unfold_columns
+        a = dict(seg.attrs)
+        a["in_shape"] = tuple(a["in_shape"])
+        return unfold_columns(np.asarray(args[0]).reshape(a["in_shape"]), ColumnFold(**a))
     from relay.interpreter import Interpreter
     from relay.ir import IRModule
     return np.asarray(Interpreter(IRModule({"main": seg.function})).run_main(*args))

@@ -14,7 +14,8 @@ from isa.program import Program, StreamBuilder, load_program, save_program
 from .operators import ConvGeometry
 from .program import VtaProgram
 
-__all__ = ["to_program", "build_program", "run_linked", "program_bytes", "program_from_bytes", "region_shapes"]
+__all__ = ["to_program", "build_program", "run_linked", "program_bytes", "program_from_bytes",
+           "region_shapes"]
 
 
 def region_shapes(geo: ConvGeometry) -> dict[str, tuple]:

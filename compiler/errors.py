@@ -1,11 +1,13 @@
-"""The compiler's exceptions; the CLI maps each to an exit code."""
+"""The compiler's exceptions; each carries the ``vta`` command's exit code (isa.errors)."""
 
 from __future__ import annotations
+
+from isa.errors import InputError, RejectedError
 
 __all__ = ["CompileError", "UnsupportedOperator", "DoesNotFit", "BinaryError"]
 
 
-class CompileError(Exception):
+class CompileError(RejectedError):
     """A program the compiler rejects (exit code 1); the message says what and why."""
 
 
@@ -17,5 +19,5 @@ class DoesNotFit(CompileError):
     """A workload whose smallest tile does not fit an on-chip buffer; the message names it."""
 
 
-class BinaryError(ValueError):
+class BinaryError(InputError):
     """A ``.vtab`` file that cannot be used: another version or configuration, or corrupted."""

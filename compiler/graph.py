@@ -23,7 +23,7 @@ from relay.ty import TensorType
 from .errors import UnsupportedOperator
 from .emit import build_program, to_program
 from .lower import lower_conv
-from .operators import ConvOp, geometry
+from .operators import ConvOp, fold_columns, geometry
 from .partition import vta_operator
 from .program import VtaProgram
 from .schedule import Schedule, choose, estimate
@@ -62,7 +62,8 @@ class VtaSegment:
 
 @dataclass(frozen=True, eq=False)
 class CpuSegment:
-    """``kind`` pack / unpack (attrs: batch, block, shape) or relay (``function``)."""
+    """``kind`` pack / unpack (attrs: batch, block, shape), unfold (a column-folded stem's
+    input, attrs of :class:`~compiler.operators.ColumnFold`) or relay (``function``)."""
 
     name: str
     kind: str
@@ -160,14 +161,18 @@ class _Builder:
             name = self.packed[id(node)]
             if self.tensors[name].shape[-1] == block and self.packed_shape4[name] == shape4:
                 return name
-        src = self.get_plain(node)
+        out = self.pack_name(self.get_plain(node), shape4, block)
+        self.packed_in[key] = out
+        return out
+
+    def pack_name(self, src: str, shape4, block: int) -> str:
+        """A ``pack`` segment from the plain tensor ``src``; the packed tensor's name."""
         cfg = self.cfg
         nb, cb = -(-shape4[0] // cfg.batch), -(-shape4[1] // block)
         out = self.tensor((nb, cb, shape4[2], shape4[3], cfg.batch, block), "int8", "packed")
         self.segments.append(CpuSegment(self.seg_name("cpu"), "pack", (src,), out,
                                         {"shape": list(shape4), "batch": cfg.batch,
                                          "block": block}))
-        self.packed_in[key] = out
         return out
 
     # -- nodes
@@ -177,11 +182,24 @@ class _Builder:
         op = vta_operator(call.op, name)
         sched = None
         if isinstance(op, ConvOp):
+            folded = None
+            if id(call.args[0]) not in self.packed:     # plain input: the stem can fold
+                folded = fold_columns(op, cfg)
+            if folded is not None:
+                op, fold = folded
             geo = geometry(op, cfg)
             sched = self.schedules.get(_workload_key(op)) or choose(geo)
             program = lower_conv(geo, sched)
             image = to_program(geo, program, name)
-            inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
+            if folded is not None:
+                unfolded = self.tensor(op.data_shape, "int8")
+                self.segments.append(CpuSegment(
+                    self.seg_name("cpu"), "unfold", (self.get_plain(call.args[0]),), unfolded,
+                    {"kw": fold.kw, "sw": fold.sw, "dw": fold.dw, "pad_left": fold.pad_left,
+                     "out_w": fold.out_w, "in_shape": list(fold.in_shape)}))
+                inputs = [self.pack_name(unfolded, op.data_shape, cfg.block_in)]
+            else:
+                inputs = [self.get_packed(call.args[0], op.data_shape, cfg.block_in)]
             if op.residual:
                 inputs.append(self.get_packed(call.args[1], op.out_shape, cfg.block_out))
         elif isinstance(op, TransposeOp):

@@ -13,7 +13,9 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
+__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "sink_max",
+           "accumulator_bounds", "ColumnFold", "fold_columns",
+           "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
 ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
 _MAX_PAD = (1 << MEMOP_PAD_BITS) - 1
@@ -114,6 +116,142 @@ class ConvOp:
                 + (f" groups={self.groups}" if self.groups > 1 else ""))
         tail = ", ".join(t.describe() for t in self.tail)
         return f"{core} [{tail}] -> {self.out_dtype}" if tail else f"{core} -> {self.out_dtype}"
+
+
+def merge_constant_adds(steps: tuple, consts: tuple) -> tuple[tuple, tuple]:
+    """Pass: an ``ADD`` of a per-channel constant next to an immediate ``ADD`` (a bias and the
+    rounding term of a shift) becomes one ``ADD`` of their sum. Guarantees the same int32
+    results (both adds wrap, so they commute) with one ALU pass less; constants are renumbered
+    in order of use, unused ones dropped."""
+    steps, consts = list(steps), [np.asarray(c, np.int32) for c in consts]
+    i = 0
+    while i + 1 < len(steps):
+        a, b = steps[i], steps[i + 1]
+        pair = {a.alu, b.alu} == {"ADD"} and (a.const is None) != (b.const is None) and \
+            (a.imm is None) != (b.imm is None)
+        if pair:
+            k, v = (a.const, b.imm) if a.const is not None else (b.const, a.imm)
+            consts.append((consts[k].astype(np.int64) + v).astype(np.int32))   # wraps
+            steps[i:i + 2] = [TailOp("ADD", const=len(consts) - 1)]
+        else:
+            i += 1
+    used = list(dict.fromkeys(t.const for t in steps if t.const is not None))
+    renumber = {old: new for new, old in enumerate(used)}
+    steps = [TailOp(t.alu, const=renumber[t.const]) if t.const is not None else t for t in steps]
+    return tuple(steps), tuple(consts[k] for k in used)
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def tail_ranges(steps: tuple, consts: tuple, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Interval analysis of a tail on per-channel accumulator bounds [lo, hi]: True if no
+    ADD or MUL can wrap (every intermediate stays inside int32)."""
+    lo, hi = lo.astype(object), hi.astype(object)
+    for t in steps:
+        if t.residual:
+            b_lo, b_hi = -128, 127
+        elif t.const is not None:
+            b_lo = b_hi = np.asarray(consts[t.const]).astype(object)
+        else:
+            b_lo = b_hi = t.imm
+        if t.alu == "ADD":
+            lo, hi = lo + b_lo, hi + b_hi
+        elif t.alu == "MUL":
+            cands = [lo * b_lo, lo * b_hi, hi * b_lo, hi * b_hi]
+            lo = np.minimum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
+            hi = np.maximum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
+        elif t.alu == "SHR":
+            if t.imm is None or t.imm < 0:
+                return False
+            lo, hi = lo // (1 << t.imm), hi // (1 << t.imm)
+        elif t.alu == "MAX":
+            lo, hi = np.maximum(lo, b_lo), np.maximum(hi, b_hi)
+        elif t.alu == "MIN":
+            lo, hi = np.minimum(lo, b_lo), np.minimum(hi, b_hi)
+        if np.min(lo) < _I32[0] or np.max(hi) > _I32[1]:
+            return False
+    return True
+
+
+def sink_max(steps: tuple) -> tuple:
+    """Pass (valid only when the tail cannot wrap, see :func:`tail_ranges`): an immediate
+    ``MAX a`` moves after a following ``ADD c`` (becoming ``MAX a + c``) or ``SHR s`` (becoming
+    ``MAX a >> s``), both monotone. Guarantees the same results; relu before a rounding shift
+    then meets the bias (``merge_constant_adds``) and the clip (``simplify_tail``): two ALU
+    passes fewer for the quantiser's ``bias, relu, +r, >> s, clip``."""
+    steps = list(steps)
+    moved = True
+    while moved:
+        moved = False
+        for i in range(len(steps) - 1):
+            a, b = steps[i], steps[i + 1]
+            if a.alu != "MAX" or a.imm is None or b.imm is None:
+                continue
+            if b.alu == "ADD":
+                new = a.imm + b.imm
+            elif b.alu == "SHR" and b.imm >= 0:
+                new = a.imm >> b.imm
+            else:
+                continue
+            if not -(1 << 15) <= new < (1 << 15):
+                continue
+            steps[i], steps[i + 1] = b, TailOp("MAX", imm=new)
+            moved = True
+    return tuple(steps)
+
+
+def accumulator_bounds(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel, the extremes of an int8 convolution's int32 sum over int8 data."""
+    w = weight.astype(np.int64).reshape(weight.shape[0], -1)
+    return (np.minimum(w * 127, w * -128).sum(axis=1),
+            np.maximum(w * 127, w * -128).sum(axis=1))
+
+
+@dataclass(frozen=True)
+class ColumnFold:
+    """How ``fold_columns`` rewrote a convolution: the input ``x`` (N, C, H, W) becomes
+    ``x'[n, c * kw + q, y, j] = x[n, c, y, j * sw + q * dw - pad_left]`` (zero outside),
+    of shape (N, C * kw, H, OW)."""
+
+    kw: int
+    sw: int
+    dw: int
+    pad_left: int
+    out_w: int
+    in_shape: tuple
+
+
+def fold_columns(op: ConvOp, cfg: VTAConfig) -> tuple[ConvOp, ColumnFold] | None:
+    """Pass for shallow convolutions (the 3-channel stem): move the kernel's columns into the
+    channels. Guarantees: the returned operator applied to the unfolded input computes exactly
+    ``op``; it is returned only when it needs fewer channel blocks x kernel taps (the GEMM
+    work), e.g. 7x7 on 3 channels: 7 taps x 2 blocks instead of 49 x 1."""
+    n, c, h, w = op.data_shape
+    o, ig, kh, kw = op.weight.shape
+    if op.kind != "conv2d" or op.groups != 1 or kw == 1:
+        return None
+    if ceil_div(c * kw, cfg.block_in) >= ceil_div(c, cfg.block_in) * kw:
+        return None
+    (sh, sw), (dh, dw) = op.strides, op.dilation
+    pt, pl, pb, pr = op.padding
+    ow = op.out_shape[3]
+    weight = np.ascontiguousarray(op.weight.transpose(0, 1, 3, 2).reshape(o, c * kw, kh, 1))
+    folded = ConvOp(op.name, "conv2d", (n, c * kw, h, ow), weight, (sh, 1), (pt, 0, pb, 0),
+                    (dh, 1), 1, op.tail, op.consts, op.out_dtype)
+    return folded, ColumnFold(kw, sw, dw, pl, ow, tuple(op.data_shape))
+
+
+def unfold_columns(x: np.ndarray, f: ColumnFold) -> np.ndarray:
+    """The input of a column-folded convolution (numpy reference)."""
+    n, c, h, w = f.in_shape
+    out = np.zeros((n, c, f.kw, h, f.out_w), x.dtype)
+    for q in range(f.kw):
+        for j in range(f.out_w):
+            src = j * f.sw + q * f.dw - f.pad_left
+            if 0 <= src < w:
+                out[:, :, q, :, j] = x[:, :, :, src]
+    return out.reshape(n, c * f.kw, h, f.out_w)
 
 
 def _effective_groups(op: ConvOp, cfg: VTAConfig) -> int:

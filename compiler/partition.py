@@ -19,7 +19,8 @@ from relay.ty import TensorType
 from relay.visitor import ExprMutator
 
 from .errors import CompileError
-from .operators import ConvOp, TailOp, simplify_tail
+from .operators import (ConvOp, TailOp, accumulator_bounds, merge_constant_adds, simplify_tail,
+                        sink_max, tail_ranges)
 
 __all__ = ["prepare", "partition_for_vta", "vta_operator", "vta_functions", "IMM_RANGE"]
 
@@ -314,7 +315,8 @@ class _Partition(ExprMutator):
             subst[id(tail.residual)] = p_res
         body = _Rebuild(subst).visit(last)
         fn = Function(params, body, _ttype(last),
-                      attrs={"Primitive": 1, "Compiler": "vta", "global_symbol": f"vta_{self.count}"})
+                      attrs={"Primitive": 1, "Compiler": "vta",
+                             "global_symbol": f"vta_{self.count}"})
         self.count += 1
         return Call(fn, args)
 
@@ -354,6 +356,16 @@ def vta_functions(expr) -> list[Call]:
             and n.op.attrs.get("Compiler") == "vta"]
 
 
+def _finish(tail: _Tail, weight: np.ndarray | None = None) -> tuple[tuple, tuple]:
+    """The tail's steps and constants after the peephole passes (``sink_max`` only when the
+    interval analysis from the int8 ``weight`` proves that nothing wraps)."""
+    steps, consts = tuple(tail.steps), tuple(tail.consts)
+    if weight is not None and tail_ranges(steps, consts, *accumulator_bounds(weight)):
+        steps = sink_max(steps)
+    steps, consts = merge_constant_adds(steps, consts)
+    return simplify_tail(steps), consts
+
+
 def vta_operator(fn: Function, name: str) -> ConvOp:
     """The :class:`ConvOp` of one partitioned function (its chain walked from the anchor)."""
     order = [n for n in post_order(fn.body) if isinstance(n, Call)]
@@ -374,8 +386,7 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
                            tuple(pair(a["strides"], "strides")), tuple(padding4(a["padding"])),
                            tuple(pair(a["output_padding"], "output_padding")),
                            tuple(pair(a["dilation"], "dilation")), a["groups"],
-                           simplify_tail(tuple(tail.steps)), tuple(tail.consts),
-                           _ttype(fn.body).dtype)
+                           *_finish(tail), _ttype(fn.body).dtype)
     if anchor is None:
         anchor = next(n for n in order if _eltwise_ok(n))
         tail = _Tail(_ttype(anchor).shape[1], 4, imm_only=True)
@@ -400,11 +411,11 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
     x = _ttype(anchor.args[0])
     w = anchor.args[1].data
     if anchor.op.name == "nn.dense":
+        steps, consts = _finish(tail, w)
         return ConvOp(name, "dense", (x.shape[0], x.shape[1], 1, 1), w.reshape(w.shape + (1, 1)),
-                      tail=simplify_tail(tuple(tail.steps)), consts=tuple(tail.consts),
-                      out_dtype=out_dtype)
+                      tail=steps, consts=consts, out_dtype=out_dtype)
     a = _attrs(anchor)
     from relay.op._common import pair, padding4
     return ConvOp(name, "conv2d", tuple(x.shape), w, tuple(pair(a["strides"], "strides")),
                   tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")),
-                  a["groups"], simplify_tail(tuple(tail.steps)), tuple(tail.consts), out_dtype)
+                  a["groups"], *_finish(tail, w), out_dtype)

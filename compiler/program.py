@@ -19,8 +19,9 @@ from isa.encoding import AluOp, MemType
 
 __all__ = ["Kernel", "Region", "VtaProgram", "ProgramBuilder", "STAGE_IDS", "Op"]
 
-# Commands, one row of 12 int64 each (column 0 is the opcode).
 class Op:
+    """Command opcodes: one row of 12 int64 per command, column 0 the opcode."""
+
     LOAD, STORE, GEMM, ALU, PUSH, POP, UNIT_BEGIN, UNIT_END = range(8)
 
 

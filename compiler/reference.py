@@ -9,8 +9,6 @@ from .operators import ConvOp
 
 __all__ = ["reference_conv", "apply_tail", "wrap32"]
 
-wrap32 = None  # set below
-
 
 def _conv_direct(x: np.ndarray, w: np.ndarray, strides, padding, dilation, groups) -> np.ndarray:
     """Convolution by explicit kernel-tap accumulation (not the Relay kernel)."""
@@ -34,14 +32,15 @@ def _conv_direct(x: np.ndarray, w: np.ndarray, strides, padding, dilation, group
     return out
 
 
-def _wrap32(v: np.ndarray) -> np.ndarray:
+def wrap32(v: np.ndarray) -> np.ndarray:
+    """int64 values wrapped to the int32 range (the accumulator's arithmetic)."""
     return ((v + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
 def reference_conv(op: ConvOp, x: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
     """The operator's result: NCHW (or N x units for dense) in ``op.out_dtype``."""
     x4 = x.reshape(op.data_shape).astype(np.int64)
-    y = _wrap32(_conv_direct(x4, op.weight, op.strides, op.padding, op.dilation, op.groups))
+    y = wrap32(_conv_direct(x4, op.weight, op.strides, op.padding, op.dilation, op.groups))
     out = apply_tail(op, y, residual)
     return out.reshape(op.out_shape[:2]) if op.kind == "dense" else out
 
@@ -57,9 +56,9 @@ def apply_tail(op, y: np.ndarray, residual: np.ndarray | None = None) -> np.ndar
         else:
             b = np.int64(t.imm)
         if t.alu == "ADD":
-            y = _wrap32(y + b)
+            y = wrap32(y + b)
         elif t.alu == "MUL":
-            y = _wrap32(y * b)
+            y = wrap32(y * b)
         elif t.alu == "SHR":
             y = y >> b
         elif t.alu == "MIN":
@@ -71,5 +70,3 @@ def apply_tail(op, y: np.ndarray, residual: np.ndarray | None = None) -> np.ndar
         out = out.astype(np.int8)    # truncation, like the narrowing STORE
     return out
 
-
-wrap32 = _wrap32

@@ -16,6 +16,9 @@ __all__ = ["RunStats", "run_conv", "execute"]
 
 @dataclass
 class RunStats:
+    """Cycles (None on a backend without them), launches, summed counters and the images of
+    the launches run."""
+
     cycles: int | None = 0
     launches: int = 0
     counters: dict = field(default_factory=dict)

@@ -164,7 +164,8 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     out_bytes = tiles * r * cfg.out_elem_bytes * planes
     acc_bytes = tiles * (r * cfg.batch * cfg.block_out * op.residual
                          + len(op.consts) * s.tco * cfg.acc_elem_bytes)
-    load = (inp_bytes + wgt_bytes) / cfg.bus_bytes + units * inp_rows * lat + wgt_loads * s.tco * lat
+    load = ((inp_bytes + wgt_bytes) / cfg.bus_bytes + units * inp_rows * lat
+            + wgt_loads * s.tco * lat)
     store = out_bytes / cfg.bus_bytes + tiles * s.tb * s.tco * s.th * lat * planes
     gemm = geo.out_elems * geo.cbg * kh * kw + units * 8 + tiles * (r + 8)
     alu = tiles * (r * (len(op.tail) + planes - 1) + 8 * len(op.tail))

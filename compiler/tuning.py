@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
 
 from .operators import ConvOp
+from .schedule import Schedule, candidates, estimate, hazard_free_layout
 
 __all__ = ["workload_key", "TuningCache", "measure", "tune_op", "tune_module"]
 
@@ -16,7 +22,8 @@ __all__ = ["workload_key", "TuningCache", "measure", "tune_op", "tune_module"]
 def workload_key(op) -> str:
     """What decides a schedule: shapes, strides, padding, dilation, groups, the tail's shape
     (not its constants' values) and the result type."""
-    desc = {"kind": op.kind, "output_padding": list(getattr(op, "output_padding", ())), "data": list(op.data_shape), "weight": list(op.weight.shape),
+    desc = {"kind": op.kind, "output_padding": list(getattr(op, "output_padding", ())),
+            "data": list(op.data_shape), "weight": list(op.weight.shape),
             "strides": list(op.strides), "padding": list(op.padding),
             "dilation": list(op.dilation), "groups": op.groups, "out": op.out_dtype,
             "tail": [[t.alu, t.imm is not None, t.const is not None, t.residual]
@@ -26,13 +33,6 @@ def workload_key(op) -> str:
 
 
 # ---------------------------------------------------------------------------- search and cache
-import os
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
-
-import numpy as np
-
-from .schedule import Schedule, candidates, estimate, hazard_free_layout
 
 def default_cache_path() -> Path:
     return Path(os.environ.get("VTA_TUNE_CACHE",

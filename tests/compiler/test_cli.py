@@ -73,10 +73,14 @@ def test_rtl_backend_gives_the_same_outputs(tmp_path):
     except BackendUnavailable as exc:
         pytest.skip(f"rtl backend unavailable: {exc}")
     mod, binary, x, ref, xname = prepare(tmp_path, "requant_chain.rly", config="small")
-    out = tmp_path / "out.npz"
-    assert main(["run", str(binary), "--input", f"x={tmp_path / 'x.npy'}", "--out", str(out),
-                 "--backend", "rtl"]) == 0
-    np.testing.assert_array_equal(np.load(out)["output_0"], ref)
+    cycles = {}
+    for backend in ("rtl", "cycle"):
+        out, report = tmp_path / f"{backend}.npz", tmp_path / f"{backend}.json"
+        assert main(["run", str(binary), "--input", f"x={tmp_path / 'x.npy'}", "--out",
+                     str(out), "--backend", backend, "--report", str(report)]) == 0
+        np.testing.assert_array_equal(np.load(out)["output_0"], ref)
+        cycles[backend] = [s["cycles"] for s in json.loads(report.read_text())["segments"]]
+    assert cycles["rtl"] == cycles["cycle"]      # the cycle simulator is the RTL's twin
 
 
 def test_inspect_lists_every_segment(tmp_path, capsys):
@@ -161,3 +165,29 @@ def test_tune_measures_caches_and_compiles_with_the_winners(tmp_path, monkeypatc
     winners = {json.dumps(e["schedule"], sort_keys=True) for e in entries.values()}
     assert {json.dumps(s.schedule.to_json(), sort_keys=True) for s in model.segments
             if s.target == "vta"} == winners
+
+
+def test_the_quantised_digits_cnn_compiles_and_runs_exactly(tmp_path):
+    """The frontends' int8 program (examples/digits_cnn.py, `vta quantize`): every conv, pool
+    and dense on VTA, float in and out at the edges, the interpreter's outputs exactly."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("sklearn")
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, str(root / "examples" / "digits_cnn.py"), "export",
+                    str(tmp_path)], check=True, capture_output=True, timeout=300)
+    int8 = tmp_path / "digits.int8.rly"
+    assert main(["quantize", str(tmp_path / "digits.rly"), "--params",
+                 str(tmp_path / "params.npz"), "--calibrate", str(tmp_path / "calibration.npz"),
+                 "-o", str(int8)]) == 0
+    binary, report = tmp_path / "digits.vtab", tmp_path / "report.json"
+    assert main(["compile", str(int8), "-o", str(binary)]) == 0
+    images = np.load(tmp_path / "test.npz")
+    x = images["images"][:1].reshape(1, 1, 8, 8).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(binary), "--input", f"image={tmp_path / 'x.npy'}", "--out",
+                 str(tmp_path / "out.npz"), "--report", str(report)]) == 0
+    want = relay.run(relay.parse(int8.read_text()), x)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output_0"], want)
+    assert json.loads(report.read_text())["vta_mac_share"] == 1.0

@@ -33,7 +33,9 @@ def @main(%x: Tensor[(2, 5, 7, 6), float32], %i: Tensor[(2, 5, 7, 6), int8],
   %14 = nn.bias_add(%1, meta[relay.Constant][0]);
   %15 = divide(%14, 3);
   %16 = abs(negative(%x));
-  (%6, %7, %10, %11, %12, %13, %15, %16, reshape(%9, newshape=[10]), floor(%x))
+  %17 = concatenate((%4, %0, %4), axis=1);
+  %18 = concatenate((%x, %x), axis=3);
+  (%6, %7, %10, %11, %12, %13, %15, %16, reshape(%9, newshape=[10]), floor(%x), %17, %18)
 }
 """
 

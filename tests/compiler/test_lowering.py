@@ -322,3 +322,88 @@ def test_conv2d_transpose_by_phases(cfg_name, c, o, k, s, pad, out_pad, dil, gro
     np.testing.assert_array_equal(out, reference_transpose(op, x))
     for im in stats.images:
         find_race(im, schedules=2)
+
+
+# ------------------------------------------------------------------ random shapes of the rest
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_random_dense_layers(cfg_name):
+    cfg = load_config(cfg_name)
+
+    @settings(max_examples=8, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.integers(1, 5), st.integers(1, 70), st.integers(1, 40), st.booleans(),
+           st.integers(0, 999))
+    def run(n, k, units, narrow, seed):
+        rng = np.random.default_rng(seed)
+        w = rng.integers(-128, 128, (units, k, 1, 1)).astype(np.int8)
+        x = rng.integers(-128, 128, (n, k)).astype(np.int8)
+        tail = ((TailOp("ADD", const=0), TailOp("SHR", imm=5), TailOp("MAX", imm=-128),
+                 TailOp("MIN", imm=127)) if narrow else (TailOp("ADD", const=0),))
+        op = ConvOp("fc", "dense", (n, k, 1, 1), w, tail=tail,
+                    consts=(rng.integers(-999, 999, units).astype(np.int32),),
+                    out_dtype="int8" if narrow else "int32")
+        _check(cfg, op, x, None)
+    run()
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_random_transposed_convolutions(cfg_name):
+    cfg = load_config(cfg_name)
+
+    @settings(max_examples=8, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.integers(1, 20), st.integers(1, 12), st.integers(1, 4), st.integers(1, 3),
+           st.integers(1, 2), st.integers(0, 2), st.integers(0, 2), st.integers(2, 5),
+           st.integers(0, 999))
+    def run(c, o, k, s, d, pad, out_pad, hw, seed):
+        from compiler.transpose import TransposeOp
+        rng = np.random.default_rng(seed)
+        out_pad = min(out_pad, s - 1)
+        x = rng.integers(-128, 128, (1, c, hw, hw + 1)).astype(np.int8)
+        w = rng.integers(-128, 128, (c, o, k, k)).astype(np.int8)
+        op = TransposeOp("t", x.shape, w, (s, s), (pad, 0, 0, pad), (out_pad, out_pad), (d, d),
+                         1, (TailOp("SHR", imm=4), TailOp("MAX", imm=-128),
+                             TailOp("MIN", imm=127)), (), "int8")
+        if min(op.out_shape[2:]) < 1:
+            return
+        _check_transpose(cfg, op, x)
+    run()
+
+
+def _check_transpose(cfg, op, x):
+    from compiler.emit import build_program, run_linked
+    from compiler.packing import pack_activation, unpack_activation
+    from compiler.transpose import lower_transpose, reference_transpose
+    program, geos, _ = lower_transpose(op, cfg)
+    params = {f"weights{i}": g.packed_weight for i, g in enumerate(geos)}
+    params["consts"] = geos[0].packed_consts
+    n, o, oh, ow = op.out_shape
+    shapes = {"data": (geos[0].nb, geos[0].cb) + x.shape[2:] + (cfg.batch, cfg.block_in),
+              "out": (geos[0].nb, geos[0].ob, oh, ow, cfg.batch, cfg.block_out)}
+    image = build_program(cfg, program, shapes, params, "t")
+    raw = run_linked(image, {"data": pack_activation(x, cfg.batch, cfg.block_in)},
+                     __import__("driver").get_backend("functional"))
+    np.testing.assert_array_equal(unpack_activation(raw, n, o), reference_transpose(op, x))
+
+
+@pytest.mark.parametrize("cfg_name", ["default", "small"])
+def test_random_int8_elementwise(cfg_name):
+    from compiler.packing import pack_activation
+    from compiler.vector import EltwiseOp, lower_eltwise, reference_eltwise
+    cfg = load_config(cfg_name)
+
+    @settings(max_examples=8, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(["ADD", "MUL"]), st.integers(1, 3), st.integers(1, 40),
+           st.integers(1, 9), st.integers(1, 9), st.integers(0, 999))
+    def run(alu, n, c, h, w, seed):
+        rng = np.random.default_rng(seed)
+        a, b = (rng.integers(-128, 128, (n, c, h, w)).astype(np.int8) for _ in range(2))
+        op = EltwiseOp("e", alu, a.shape, (TailOp("SHR", imm=int(rng.integers(0, 8))),
+                                           TailOp("MAX", imm=-128), TailOp("MIN", imm=127)))
+        out = _run_vector(cfg, lower_eltwise(op, cfg), {
+            "data": pack_activation(a, cfg.batch, cfg.block_out),
+            "data2": pack_activation(b, cfg.batch, cfg.block_out)}, a.shape)
+        np.testing.assert_array_equal(out, reference_eltwise(op, a, b))
+    run()

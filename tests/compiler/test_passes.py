@@ -68,6 +68,7 @@ def test_partition_for_vta_before_after():
     op = vta_operator(call.op, "vta0")
     assert op.describe() == ("conv2d 4->8 3x3/1 on 6x6 [ADD const0, ADD residual, ADD 8, SHR 4, "
                              "MAX -128, MIN 127] -> int8")
+    assert len(op.consts) == 1
 
 
 def test_partition_of_pools_and_int8_elementwise():
@@ -163,3 +164,72 @@ def test_simplify_tail_before_after():
                  "MIN": lambda: np.minimum(v, b), "MUL": lambda: v * b}[t.alu]()
         return v
     np.testing.assert_array_equal(run(before), run(after))
+
+
+def test_fold_columns_before_after():
+    """The stem's kernel columns move into its channels: a 7x7/2 conv on 3 channels becomes a
+    7x1 conv on 21 channels (2 blocks x 7 taps of GEMM work instead of 1 x 49), exactly."""
+    from compiler.operators import ConvOp, TailOp, fold_columns, geometry, unfold_columns
+    from compiler.reference import reference_conv
+    cfg = load_config("default")
+    rng = np.random.default_rng(6)
+    x = rng.integers(-128, 128, (2, 3, 17, 15)).astype(np.int8)
+    w = rng.integers(-128, 128, (8, 3, 7, 7)).astype(np.int8)
+    op = ConvOp("stem", "conv2d", x.shape, w, (2, 2), (3, 3, 2, 1), (1, 1), 1,
+                (TailOp("SHR", imm=4),), (), "int32")
+    folded, fold = fold_columns(op, cfg)
+    assert folded.data_shape == (2, 21, 17, op.out_shape[3])
+    assert folded.weight.shape == (8, 21, 7, 1)
+    assert (folded.strides, folded.padding) == ((2, 1), (3, 0, 2, 0))
+    g0, g1 = geometry(op, cfg), geometry(folded, cfg)
+    assert (g0.cbg * 49, g1.cbg * 7) == (49, 14)
+    np.testing.assert_array_equal(reference_conv(folded, unfold_columns(x, fold)),
+                                  reference_conv(op, x))
+    deep = ConvOp("c", "conv2d", (1, 16, 8, 8), np.ones((16, 16, 3, 3), np.int8))
+    assert fold_columns(deep, cfg) is None        # 16 channels: already whole blocks
+
+
+def test_merge_constant_adds_before_after():
+    from compiler.operators import TailOp as T, merge_constant_adds
+    bias = np.array([1, -2, 2 ** 31 - 100], np.int32)
+    scale = np.array([3, 3, 3], np.int32)
+    before = (T("ADD", const=0), T("ADD", imm=128), T("SHR", imm=8), T("MUL", const=1),
+              T("ADD", imm=5), T("ADD", const=2))
+    steps, consts = merge_constant_adds(before, (bias, scale, bias))
+    assert steps == (T("ADD", const=0), T("SHR", imm=8), T("MUL", const=1), T("ADD", const=2))
+    np.testing.assert_array_equal(consts[0], (bias.astype(np.int64) + 128).astype(np.int32))
+    np.testing.assert_array_equal(consts[1], scale)
+    np.testing.assert_array_equal(consts[2], (bias.astype(np.int64) + 5).astype(np.int32))
+
+
+def test_sink_max_before_after():
+    """relu before the rounding shift moves behind it; with the merged bias and clip the
+    quantiser's tail costs four ALU passes instead of six, with the same results."""
+    from compiler.operators import (TailOp as T, accumulator_bounds, merge_constant_adds,
+                                    simplify_tail, sink_max, tail_ranges)
+    rng = np.random.default_rng(2)
+    w = rng.integers(-128, 128, (8, 16, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, 8).astype(np.int32)
+    before = (T("ADD", const=0), T("MAX", imm=0), T("ADD", imm=32), T("SHR", imm=6),
+              T("MAX", imm=-128), T("MIN", imm=127))
+    lo, hi = accumulator_bounds(w)
+    assert tail_ranges(before, (bias,), lo, hi)
+    assert sink_max(before) == (T("ADD", const=0), T("ADD", imm=32), T("SHR", imm=6),
+                                T("MAX", imm=0), T("MAX", imm=-128), T("MIN", imm=127))
+    steps, consts = merge_constant_adds(sink_max(before), (bias,))
+    after = simplify_tail(steps)
+    assert after == (T("ADD", const=0), T("SHR", imm=6), T("MAX", imm=0), T("MIN", imm=127))
+    acc = rng.integers(lo, hi + 1, (1000, 8))
+    acc[0], acc[1] = lo, hi
+
+    def run(steps, consts):
+        v = acc.astype(np.int64)
+        for t in steps:
+            b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
+            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+                 "MIN": lambda: np.minimum(v, b)}[t.alu]()
+        return v
+    np.testing.assert_array_equal(run(before, (bias,)), run(after, consts))
+    # an accumulator that could wrap keeps its order
+    huge = np.full(8, 2 ** 31 - 10, np.int64)
+    assert not tail_ranges(before, (bias,), huge - 1, huge)
