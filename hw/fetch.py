@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import STAGES as QUEUE_NAMES
 from isa.config import VTAConfig
 from isa.encoding import AluOp, MemType, Opcode
 from isa.errors import ErrorCode
@@ -18,8 +19,7 @@ from .modcommon import ERR_BITS
 
 __all__ = ["FetchModule", "QUEUE_NAMES"]
 
-#: Command queues in the order of the fetch module's outputs.
-QUEUE_NAMES = ("load", "compute", "store")
+# QUEUE_NAMES: the command queues in the order of the fetch module's outputs (the stages).
 
 
 def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:

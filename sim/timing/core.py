@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from isa.arch import COUNTERS
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
 from sim.functional import SimulationError
@@ -18,9 +19,7 @@ from .store import StoreModule
 
 __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
 
-#: The RTL's event counters (``hw.core.COUNTERS``), in register-map order.
-COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
-            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+# COUNTERS: the RTL's event counters (``hw.core.COUNTERS``), in register-map order.
 
 _NO_INDEX = (1 << 32) - 1
 _NONE4 = (False, False, False, False)
