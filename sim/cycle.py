@@ -58,18 +58,30 @@ def _as_image(image) -> ProgramImage:
 
 
 def _copy_dram(dram: np.ndarray) -> np.ndarray:
-    """A writable copy of the image's DRAM. Large ones go into memory mapped with
-    ``MAP_POPULATE``: one system call maps every page, where a plain copy takes a page fault
-    per 4 KiB page (most of a long simulation's time on some virtual machines)."""
-    flags = getattr(mmap, "MAP_POPULATE", 0)
-    if dram.nbytes < (1 << 22) or not flags or dram.dtype != np.uint8 or dram.ndim != 1:
+    """A writable copy of the image's DRAM. Large ones go into anonymous memory that starts as
+    zero pages: only the 4 KiB pages holding a non-zero byte are copied (a plain copy takes a
+    page fault per page, most of a long simulation's time on some virtual machines; an image's
+    DRAM is mostly zeros)."""
+    page = 4096
+    if dram.nbytes < (1 << 22) or dram.dtype != np.uint8 or dram.ndim != 1:
         return dram.copy()
     try:
-        mem = mmap.mmap(-1, dram.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
-    except (OSError, ValueError):
+        mem = mmap.mmap(-1, dram.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, ValueError, AttributeError):
         return dram.copy()
     out = np.frombuffer(mem, np.uint8)
-    out[:] = dram
+    whole = dram.nbytes - dram.nbytes % page
+    try:
+        pages = dram[:whole].view(np.uint64).reshape(-1, page // 8)
+    except ValueError:      # not contiguous
+        return dram.copy()
+    used = np.flatnonzero(pages.any(axis=1))
+    if used.size:           # copy runs of consecutive used pages
+        cut = np.flatnonzero(np.diff(used) != 1)
+        for first, last in zip(np.concatenate([used[:1], used[cut + 1]]),
+                               np.concatenate([used[cut], used[-1:]])):
+            out[first * page:(last + 1) * page] = dram[first * page:(last + 1) * page]
+    out[whole:] = dram[whole:]
     return out
 
 

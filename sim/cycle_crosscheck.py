@@ -87,7 +87,9 @@ def describe_state(core: Core) -> str:
     for mod in (ld, cp, st):
         parts.append(f"{mod.name} {names[mod.name][mod.fsm]} (instruction {mod.index})")
     parts.append(f"tokens l2g/g2l/g2s/s2g {core.tokens.count}")
-    parts.append(f"memory port {'busy for ' + ('fetch', 'load', 'compute', 'store')[core.arb.grant] if core.arb.busy else 'idle'}")
+    clients = ("fetch", "load", "compute", "store")
+    reads = ", ".join(clients[c] for c in core.arb.tags)
+    parts.append(f"memory reads in flight [{reads}], writes in flight {core.arb.writes}")
     return "; ".join(parts)
 
 

@@ -31,14 +31,15 @@ class SramSignature(wiring.Signature):
 
 
 class MemPortSram(wiring.Component):
-    """The core's memory port (``port``, one burst at a time) onto an SRAM port (``sram``).
+    """The core's memory port (``port``) onto an SRAM port (``sram``), one burst at a time (the
+    port lets a memory accept fewer bursts in flight than the core issues).
 
     Timing, for a command handshake in cycle *t*: a read's first beat is offered in *t* + 2,
     then one beat per cycle while the core accepts; a write's beats are accepted from *t* + 1,
-    one per cycle, and ``wr_ack`` pulses in the cycle after the last. ``cmd.ready`` is high
-    when no burst is outstanding and ``hold`` is low. ``idle`` is high when no burst is
-    outstanding: the SRAM port is free for another user in such a cycle unless ``port.cmd``
-    is valid.
+    one per cycle, and ``wr_ack`` pulses in the cycle after the last. ``rcmd.ready`` is high
+    when no burst is outstanding and ``hold`` is low; ``wcmd.ready`` too unless a read command
+    is offered (reads first). ``idle`` is high when no burst is outstanding: the SRAM port is
+    free for another user in such a cycle unless a command is offered.
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int):
@@ -58,14 +59,16 @@ class MemPortSram(wiring.Component):
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.idle.eq(1), port.cmd.ready.eq(~self.hold)]
-                with m.If(port.cmd.valid & ~self.hold):
-                    m.d.sync += [addr.eq(port.cmd.payload.addr >> shift),
-                                 left.eq(port.cmd.payload.len + 1)]
-                    with m.If(port.cmd.payload.write):
-                        m.next = "WRITE"
-                    with m.Else():
-                        m.next = "READ"
+                m.d.comb += [self.idle.eq(1), port.rcmd.ready.eq(~self.hold),
+                             port.wcmd.ready.eq(~self.hold & ~port.rcmd.valid)]
+                with m.If(port.rcmd.valid & ~self.hold):
+                    m.d.sync += [addr.eq(port.rcmd.payload.addr >> shift),
+                                 left.eq(port.rcmd.payload.len + 1)]
+                    m.next = "READ"
+                with m.Elif(port.wcmd.valid & ~self.hold):
+                    m.d.sync += [addr.eq(port.wcmd.payload.addr >> shift),
+                                 left.eq(port.wcmd.payload.len + 1)]
+                    m.next = "WRITE"
             with m.State("READ"):
                 # The read port's output register is the one-beat buffer: it advances when
                 # empty or when the core takes the beat in it.
@@ -126,7 +129,8 @@ class OnChipMemory(wiring.Component):
         read_lane = Signal(max(1, lane_bits))
         reading = Signal()
         host = Signal()                      # the host owns the SRAM port in this cycle
-        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~self.port.cmd.valid)
+        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~self.port.rcmd.valid
+                            & ~self.port.wcmd.valid)
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += reading.eq(host & ~bus.we)
         m.d.sync += read_lane.eq(lane)

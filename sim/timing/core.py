@@ -129,14 +129,16 @@ class Core:
         cmds = None
         grant = None
         if not failed:
-            if len(arb.tags) != arb.n:
+            if len(arb.tags) != arb.n and (fetch.reader.iw.left or load.active.reader.iw.left
+                                           or compute.active.reader.iw.left):
                 cmds = (fetch.cmd(), load.cmd(), compute.cmd())
                 grant = arb.pick(cmds)
                 if grant is not None and mem.rcmd_ready():
                     cmd_fire[grant] = True
-            wcmd = store.cmd()
-            if wcmd is not None and mem.wcmd_ready():
-                cmd_fire[3] = True
+            if store.writer.iw.left:
+                wcmd = store.cmd()
+                if wcmd is not None and mem.wcmd_ready():
+                    cmd_fire[3] = True
         rd_fire = False
         if rd_mem and arb.tags:
             g = arb.tags[0]
@@ -314,11 +316,21 @@ def _skip(self, until: int) -> None:
 
 
 #: Beats into a burst (after the beat that moved) at which :class:`PeriodSkipper` looks for a
-#: period: after the first beat, over whole bursts (as they drain); after the next few, inside
-#: the burst (one beat or element, up to 4 elements per beat).
-_STREAM_OFFSETS = {1: 0, 2: 4, 3: 4, 5: 4}
+#: period: after the first beat, over whole bursts (as they drain); in bursts of at least
+#: ``_LONG_BURST`` beats also after the third and fifth, inside the burst (one beat or element,
+#: up to 4 elements per beat). Shorter bursts are not worth a look inside.
+_STREAM_OFFSETS = {1: 0, 3: 4, 5: 4}
+_LONG_BURST = 32
 #: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD): observed every 4th.
 _PADDING = (2, 3, 5)
+
+
+def _look(burst) -> "int | None":
+    """The kind of look after a beat of ``burst`` ([beats left, first cycle, beats]), or None."""
+    kind = _STREAM_OFFSETS.get(burst[2] - burst[0])
+    if kind and burst[2] < _LONG_BURST:
+        return None
+    return kind
 
 
 def _run(self, max_cycles: int, fast: bool = True) -> None:
@@ -337,15 +349,16 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
         step()
+        moved = mem.read_beats != rbeats or mem.write_beats != wbeats
         if periods is not None:
             if mem.bursts != bursts:
                 kind = 1                    # a command handed to the memory
             elif mem.read_beats != rbeats and mem.reads and \
-                    mem.reads[0][2] - mem.reads[0][0] in _STREAM_OFFSETS:
-                kind = _STREAM_OFFSETS[mem.reads[0][2] - mem.reads[0][0]]   # 0 or 4
+                    _look(mem.reads[0]) is not None:
+                kind = _look(mem.reads[0])          # 0 or 4
             elif mem.write_beats != wbeats and mem.writes and \
-                    mem.writes[0][2] - mem.writes[0][0] in _STREAM_OFFSETS:
-                kind = 3 + _STREAM_OFFSETS[mem.writes[0][2] - mem.writes[0][0]] // 2  # 3 or 5
+                    _look(mem.writes[0]) is not None:
+                kind = 3 + _look(mem.writes[0]) // 2     # 3 or 5
             else:                           # or writing padding zeros
                 la, ca = self.load.active, self.compute.active
                 kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
@@ -357,8 +370,11 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                     prev = None
                     rbeats, wbeats = mem.read_beats, mem.write_beats
                     continue
-            rbeats, wbeats = mem.read_beats, mem.write_beats
+        rbeats, wbeats = mem.read_beats, mem.write_beats
         if fast:
+            if moved:
+                prev = None         # a beat moved: not a frozen cycle
+                continue
             snap = self.snapshot()
             if snap == prev:
                 until = min(self.next_event(self.t), max_cycles)

@@ -133,11 +133,13 @@ class MemoryTiming:
             self._open_w.popleft()[5] = t + 1
 
     def state(self, t: int, tags) -> tuple:
-        """For :class:`~sim.timing.period.PeriodSkipper`: (exact, counting). Times are relative
-        to ``t`` (times already passed are all alike: clamped to 0). Each queue is its head
-        (the beats it has left: counting) and runs of equal bursts behind it (the first run's
-        length: counting); ``tags`` (the arbiter's client numbers) go with the reads."""
-        ex, cnt = [tuple(a - t for a in self.acks), max(self.slot - t, 0), self.write_turn], []
+        """For :class:`~sim.timing.period.PeriodSkipper`: (exact, counting). Each queue is its
+        head (the beats it has left: counting) and runs of equal bursts behind it (the first
+        run's length: counting); ``tags`` (the arbiter's client numbers) go with the reads.
+        Times are relative to ``t``: those already passed are all alike (0, exact); those to
+        come (a burst's first cycle, a ``wr_ack``) count down."""
+        ex = [len(self.acks), max(self.slot - t, 0), self.write_turn]
+        cnt, later = [], []
         for q, who in ((self.reads, tags), (self.writes, None)):
             if not q:
                 ex.append(None)
@@ -145,20 +147,29 @@ class MemoryTiming:
                 continue
             runs = []
             for i, (b, f, n) in enumerate(q):
-                key = (b if i else n, max(f - t, 0), n, who[i] if who else 3)
-                if i > 1 and runs[-1][0] == key:
+                rel = f - t
+                key = (b if i else n, rel > 0, n, who[i] if who else 3)
+                if rel > 0:
+                    later.append(rel)
+                if i > 1 and rel <= 0 and runs[-1][0] == key:
                     runs[-1][1] += 1
                 else:
                     runs.append([key, 1])
             ex.append((runs[0][0], len(runs), runs[1][0] if len(runs) > 1 else None,
                        tuple((k, c) for k, c in runs[2:])))
             cnt += (q[0][0], runs[1][1] if len(runs) > 1 else 0)
-        return tuple(ex), cnt
+        return tuple(ex), cnt + later + [a - t for a in self.acks]
 
     def set_state(self, t: int, counts, tags) -> None:
-        """Set what :meth:`state` counts (a jump, before :meth:`shift`): the heads' beats left
-        and the first runs' lengths (repeating the run's first burst)."""
-        head_r, run_r, head_w, run_w = counts
+        """Set what :meth:`state` counts (a jump, before :meth:`shift`): the heads' beats
+        left, the first runs' lengths (repeating the run's first burst) and the times to
+        come."""
+        head_r, run_r, head_w, run_w = counts[:4]
+        later = [q[i] for q in (self.reads, self.writes) for i in range(len(q))
+                 if q[i][1] > t]
+        for entry, rel in zip(later, counts[4:]):
+            entry[1] = t + rel
+        self.acks = deque(t + rel for rel in counts[4 + len(later):])
         for q, head, run, who in ((self.reads, head_r, run_r, tags),
                                   (self.writes, head_w, run_w, None)):
             if not q:
@@ -169,10 +180,13 @@ class MemoryTiming:
 
             def key(i):
                 b, f, n = q[i]
-                return b, max(f - t, 0), n, who[i] if who is not None else 3
+                return b, f - t, n, who[i] if who is not None else 3
             first = key(1)
+            if first[1] > 0:
+                continue        # a burst to come is a run of its own
             n = 1
-            while n + 1 < len(q) and key(n + 1) == first:
+            while n + 1 < len(q) and key(n + 1)[1] <= 0 and \
+                    key(n + 1)[::2] == first[::2] and key(n + 1)[3] == first[3]:
                 n += 1
             entry, tag = list(q[1]), who[1] if who is not None else None
             for _ in range(n):

@@ -76,6 +76,7 @@ class PeriodSkipper:
         self.verify = False
         self.jumps = 0
         self.skipped_cycles = 0
+        self._ms = None
 
     # ------------------------------------------------------------------ the state
     def exact(self, ident=id) -> tuple:
@@ -88,7 +89,7 @@ class PeriodSkipper:
         mb = self.mb
         key = [core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
-               m.state(core.t, arb.tags)[0], arb.ptr,
+               self._mem_state()[0], arb.ptr,
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
@@ -118,10 +119,17 @@ class PeriodSkipper:
         out += (st.left, w.left, w.beat, w.pending, w.ahead, core.arb.writes)
         for wk in (w.iw, w.dw):
             out += (wk.cur, wk.left, wk.row, wk.rows_left)
-        out += m.state(core.t, core.arb.tags)[1]
         out += (m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done)
         out += core.counters.values()
+        out += self._mem_state()[1]      # last: its length varies
         return out
+
+    def _mem_state(self):
+        """``MemoryTiming.state`` of this cycle (computed once per look)."""
+        core = self.core
+        if self._ms is None or self._ms[0] != core.t:
+            self._ms = (core.t, core.mem.state(core.t, core.arb.tags))
+        return self._ms[1]
 
     def _apply(self, vals, t: int) -> None:
         it = iter(vals)
@@ -138,12 +146,12 @@ class PeriodSkipper:
         w.pending, w.ahead, core.arb.writes = next(it), next(it), next(it)
         for wk in (w.iw, w.dw):
             wk.cur, wk.left, wk.row, wk.rows_left = next(it), next(it), next(it), next(it)
-        m.set_state(core.t, [next(it) for _ in range(4)], core.arb.tags)
         m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done = \
             next(it), next(it), next(it), next(it), next(it)
         c = core.counters
         for k in c:
             c[k] = next(it)
+        m.set_state(core.t, list(it), core.arb.tags)
         m.shift(t - core.t)
         core.t = t
 
@@ -181,15 +189,15 @@ class PeriodSkipper:
             m = _limit(v0[i + 1], v1[i + 1], dleft, self.burst_cuts, m)
         return m
 
-    def _memory(self, v0, v1, d, i: int, m: int) -> int:
-        """Limit ``m`` for the memory's heads and first runs (see ``MemoryTiming.state``)."""
+    def _memory(self, v0, v1, d, done: int, i: int, m: int) -> int:
+        """Limit ``m`` for the memory (see ``MemoryTiming.state``): the heads and first runs
+        at ``i``, then the times to come; ``done``: the completed bursts (reads, writes)."""
         if m < 1:
             return m
         mem, n = self.core.mem, self.core.cfg.mem_outstanding
         dhr, drr, dhw, drw = d[i:i + 4]
-        drdone, dwdone = d[i + 7], d[i + 8]
-        for dh, dr, ddone, h, q, acks in ((dhr, drr, drdone, i, mem.reads, 0),
-                                          (dhw, drw, dwdone, i + 2, mem.writes,
+        for dh, dr, ddone, h, q, acks in ((dhr, drr, d[done], i, mem.reads, 0),
+                                          (dhw, drw, d[done + 1], i + 2, mem.writes,
                                            len(mem.acks))):
             if dh:              # a head counting down: no burst may end in the period
                 if ddone:
@@ -200,6 +208,9 @@ class PeriodSkipper:
                     return -1
                 others = len(q) - 1 - v1[h + 1] + acks
                 m = _limit(v0[h + 1], v1[h + 1], dr, (1, n - 1 - others), m)
+        for j in range(i + 4, len(d)):     # times to come must stay to come (> 0)
+            if d[j]:
+                m = _limit(v0[j], v1[j], d[j], (1,), m)
         return m
 
     def _jump(self, t0, v0, t1, v1, max_cycles) -> bool:
@@ -257,7 +268,7 @@ class PeriodSkipper:
             b = core.store.writer.dw.burst()     # the burst does not change: beat == b − 1
             m = _limit(v0[i + 2], v1[i + 2], dbeat, (b - 1, b), m)
         m = self._walker(v0, v1, d, i + 10, m)
-        m = self._memory(v0, v1, d, i + 14, m)
+        m = self._memory(v0, v1, d, i + 17, len(v1) - len(self._mem_state()[1]), m)
         run = core.compute.run
         if run is not None:
             for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):

@@ -198,8 +198,9 @@ def test_crosscheck_agrees_and_finds_an_injected_divergence(monkeypatch):
     assert cycle_crosscheck.crosscheck(path).same
     monkeypatch.setattr(compute, "GEMM_LATENCY", compute.GEMM_LATENCY + 1)
     result = cycle_crosscheck.crosscheck(path)
-    assert not result.same and "gemm_uops" in result.counters
-    assert "compute RUN" in result.state
+    # the first counter to differ is the compute module's (its reset GEMM retires late)
+    assert not result.same and {"compute_busy", "gemm_uops"} & set(result.counters)
+    assert "compute RUN" in result.state or "compute RETIRE" in result.state
     assert 0 < result.cycle < result.rtl["cycles"]
 
 
