@@ -194,4 +194,3 @@ def @main(%input.1: Tensor[(2), float32], %t: (float32, float32)) {
     printed = module_to_text(mod)
     assert "%input_1: Tensor[(2), float32]" in printed
     assert module_to_text(parse(printed)) == printed
-
