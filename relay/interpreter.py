@@ -22,6 +22,8 @@ __all__ = ["Closure", "RefValue", "ConstructorValue", "Interpreter", "evaluate",
 class RelayRuntimeError(RuntimeError):
     """Evaluation failed (a non-exhaustive ``match?``, an unbound variable, a kernel error, ...)."""
 
+    exit_code = 1   # the `vta` command's code for a rejected program
+
 
 @dataclass(eq=False)
 class Closure:

@@ -28,6 +28,8 @@ __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
 class ParseError(SyntaxError):
     """A syntax error; ``line`` and ``column`` are 1-based."""
 
+    exit_code = 2   # the `vta` command's code for an invalid input file
+
     def __init__(self, message, line, column, source="<string>", text=None):
         self.message, self.line, self.column, self.source = message, line, column, source
         loc = f"{source}:{line}:{column}: {message}"

@@ -31,6 +31,8 @@ __all__ = ["RelayTypeError", "TypeInfo", "check_module", "infer_expr", "short_te
 class RelayTypeError(Exception):
     """A type error, pointing at the offending sub-expression."""
 
+    exit_code = 1   # the `vta` command's code for a rejected program
+
     def __init__(self, message, expr=None):
         self.message = message
         self.expr = expr

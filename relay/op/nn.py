@@ -141,6 +141,97 @@ def _conv2d(args, attrs):
     return np.ascontiguousarray(y)
 
 
+# ---------------------------------------------------------------- conv2d_transpose
+
+
+@relation("Conv2DTranspose")
+def conv2d_transpose_rel(args, attrs):
+    """NCHW data and IOHW weight (in, out / groups, kh, kw), as TVM; the output grows by the stride:
+    OH = (H - 1) * stride - pad_top - pad_bottom + dilation * (KH - 1) + 1 + output_padding."""
+    data, weight = as_tensor(args[0], "data"), as_tensor(args[1], "weight")
+    if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "IOHW":
+        raise RelationError(f"conv2d_transpose supports data_layout NCHW and kernel_layout IOHW, got "
+                            f"{attrs['data_layout']} and {attrs['kernel_layout']}")
+    if data.ndim != 4 or weight.ndim != 4:
+        raise RelationError(f"data and weight must be 4-D, got {_shape_str(data.shape)} and "
+                            f"{_shape_str(weight.shape)}")
+    n, c, h, w = data.shape
+    i, og, kh, kw = weight.shape
+    groups = attrs["groups"]
+    if known(c) and known(i) and c != i:
+        raise RelationError(f"data has {c} input channels but weight (IOHW) has {i}")
+    if known(c) and c % groups:
+        raise RelationError(f"{c} input channels are not divisible by groups {groups}")
+    o = og * groups if known(og) else ANY
+    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
+        raise RelationError(f"attribute channels={attrs['channels']} but weight gives {o} output channels")
+    if attrs["kernel_size"] is not None:
+        ks = pair(attrs["kernel_size"], "kernel_size")
+        if known(kh) and known(kw) and ks != (kh, kw):
+            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    ph, pw = pair(attrs["output_padding"], "output_padding")
+    if not (0 <= ph < sh and 0 <= pw < sw):
+        raise RelationError(f"output_padding {[ph, pw]} must be non-negative and smaller than the "
+                            f"strides {[sh, sw]}")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+
+    def out(size, s, d, k, p0, p1, op):
+        if not (known(size) and known(k)):
+            return ANY
+        r = (size - 1) * s - p0 - p1 + d * (k - 1) + 1 + op
+        if r < 1:
+            raise RelationError(f"padding {[p0, p1]} leaves no output of an input of size {size}")
+        return r
+
+    if data.dtype != weight.dtype and not attrs["out_dtype"]:
+        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    dtype = attrs["out_dtype"] or data.dtype
+    check_dtype(dtype)
+    return TensorType((n, o, out(h, sh, dh, kh, pt, pb, ph), out(w, sw, dw, kw, pl, pr, pw)), dtype)
+
+
+def conv2d_transpose_nchw(x, w, strides=(1, 1), padding=(0, 0, 0, 0), output_padding=(0, 0), dilation=(1, 1),
+                          groups=1, out_dtype=None):
+    """Reference transposed convolution: every input pixel scatters its kernel into the output
+    (integers accumulate in int64), then the padding is cropped."""
+    out_dtype = out_dtype or x.dtype
+    acc = accum_dtype(out_dtype)
+    x, w = x.astype(acc), w.astype(acc)
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pl, pb, pr = padding
+    fh = (h - 1) * sh + dh * (kh - 1) + 1 + output_padding[0]
+    fw = (wd - 1) * sw + dw * (kw - 1) + 1 + output_padding[1]
+    full = np.zeros((n, og * groups, fh, fw), acc)
+    ig = c // groups
+    for g in range(groups):
+        xg, wg = x[:, g * ig:(g + 1) * ig], w[g * ig:(g + 1) * ig]
+        for p in range(kh):
+            for q in range(kw):
+                contrib = np.tensordot(xg, wg[:, :, p, q], axes=([1], [0])).transpose(0, 3, 1, 2)
+                full[:, g * og:(g + 1) * og, p * dh:p * dh + sh * (h - 1) + 1:sh,
+                     q * dw:q * dw + sw * (wd - 1) + 1:sw] += contrib
+    return full[:, :, pt:fh - pb, pl:fw - pr].astype(out_dtype)
+
+
+@register_op("nn.conv2d_transpose", num_inputs=2, relation="Conv2DTranspose",
+             pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={
+                 "strides": (1, 1), "padding": (0, 0), "output_padding": (0, 0), "dilation": (1, 1),
+                 "groups": 1, "channels": None, "kernel_size": None, "data_layout": "NCHW",
+                 "kernel_layout": "IOHW", "out_layout": "", "out_dtype": ""})
+def _conv2d_transpose(args, attrs):
+    """2-D transposed convolution (the adjoint of conv2d with respect to its data), NCHW / IOHW."""
+    x, w = args
+    y = conv2d_transpose_nchw(x, w, pair(attrs["strides"], "strides"), padding4(attrs["padding"]),
+                              pair(attrs["output_padding"], "output_padding"), pair(attrs["dilation"], "dilation"),
+                              attrs["groups"], attrs["out_dtype"] or x.dtype)
+    return np.ascontiguousarray(y)
+
+
 # ---------------------------------------------------------------- dense, bias_add, batch_norm
 
 
