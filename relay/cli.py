@@ -83,6 +83,8 @@ def _own_names(text, mod, base):
     import re
     defined = set(re.findall(r"^\s*def\s+@([A-Za-z_][A-Za-z0-9_.]*)", text, re.M))
     defined |= set(re.findall(r"^\s*type\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M))
+    if not defined and "main" in mod.functions:   # a file that is one expression: its @main
+        defined.add("main")
     return [n for n in list(mod.type_definitions) + list(mod.functions) if n in defined]
 
 

@@ -19,7 +19,8 @@ _STACK_BYTES = 512 * 1024 * 1024         # virtual; only the pages a deep progra
 
 _state = threading.local()
 _limit_lock = threading.Lock()
-_active = 0
+_active = 0              # deep calls in progress (on any thread); the limit is restored at zero
+_saved_limit = None
 
 
 def deep(error_factory):
@@ -53,22 +54,33 @@ def deep(error_factory):
 
 
 def _run_on_big_stack(work):
-    global _active
+    global _active, _saved_limit
     with _limit_lock:
         if _active == 0:
-            _run_on_big_stack.saved = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(_RECURSION_LIMIT, _run_on_big_stack.saved))
+            _saved_limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_RECURSION_LIMIT, _saved_limit))
         _active += 1
     try:
-        old = threading.stack_size()
         with _limit_lock:
-            threading.stack_size(_STACK_BYTES)
-            t = threading.Thread(target=work, name="relay-deep", daemon=True)
-            threading.stack_size(old)
-        t.start()
+            old = threading.stack_size()
+            try:
+                threading.stack_size(_STACK_BYTES)
+                t = threading.Thread(target=work, name="relay-deep", daemon=True)
+            except ValueError:   # no settable stack size here: recurse on this thread
+                t = None
+            finally:
+                threading.stack_size(old)
+        if t is None:
+            work()
+            return
+        try:
+            t.start()
+        except RuntimeError:     # the big stack could not be had (e.g. ulimit -v): this thread
+            work()
+            return
         t.join()
     finally:
         with _limit_lock:
             _active -= 1
             if _active == 0:
-                sys.setrecursionlimit(_run_on_big_stack.saved)
+                sys.setrecursionlimit(_saved_limit)

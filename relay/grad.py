@@ -509,7 +509,7 @@ def _conv_attrs(attrs):
 def _conv2d_grad(args, out, g, attrs, types):
     x, w = args
     if attrs.get("data_layout", "NCHW") != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW" \
-            or attrs.get("out_dtype"):
+            or attrs.get("out_layout", "") not in ("", "NCHW") or attrs.get("out_dtype"):
         raise GradientError("the nn.conv2d gradient supports NCHW/OIHW without out_dtype")
     a = _conv_attrs(attrs)
     return [op_call("nn.conv2d_grad_data", g, w, x, **a), op_call("nn.conv2d_grad_weight", g, x, w, **a)]

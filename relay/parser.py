@@ -172,7 +172,8 @@ def _decode_metadata(meta, source, text):
         return _decode_metadata_json(meta[0])
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError,
             MemoryError, struct.error) as e:   # binascii.Error is a ValueError
-        raise ParseError(f"invalid #[metadata] section: {str(e)[:200]}", meta[1], 1, source, text) from None
+        raise ParseError(f"invalid #[metadata] section: {type(e).__name__}: {str(e)[:200]}", meta[1], 1,
+                         source, text) from None
 
 
 def _metadata_array(raw, dtype, shape):

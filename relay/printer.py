@@ -169,6 +169,8 @@ class _Printer:
     def __init__(self, show_meta_data=True, meta=None):
         self.show_meta_data = show_meta_data
         self.uses = {}
+        self.block_roots = []
+        self.block_use_cache = {}
         self.meta = meta if meta is not None else []
         self.meta_ids = {}
         self.reset_names()
@@ -241,16 +243,26 @@ class _Printer:
         for lines, memo in reversed(self.scopes):
             if id(e) in memo:
                 return memo[id(e)][1]
-        if self.uses.get(id(e), 0) > 1 and not isinstance(e, (Function, Let, If, Match)):
-            return self.atom(e)   # a shared node is bound once, then named (as TVM prints it)
+        if (self.uses.get(id(e), 0) > 1 and not isinstance(e, (Function, Let, If, Match))
+                and self.block_uses().get(id(e), 0) > 1):
+            return self.atom(e)   # a node shared within this block is bound once, then named (as TVM)
         return self.inline(e)
+
+    def block_uses(self):
+        """Use counts within the block being printed (computed only when a shared node needs them)."""
+        root = self.block_roots[-1]
+        if id(root) not in self.block_use_cache:
+            self.block_use_cache[id(root)] = _use_counts(root)
+        return self.block_use_cache[id(root)]
 
     def block(self, e):
         """``e`` as the lines of a new scope (graph bindings, lets, then the result)."""
         self.push_frame()
+        self.block_roots.append(e)
         try:
             return self._block(e)
         finally:
+            self.block_roots.pop()
             self.pop_frame()
 
     def _block(self, e):

@@ -37,6 +37,7 @@ def _channel_vector(scale, channels, ndim_out):
 def _plain_conv(c):
     a = c.attrs
     return (a.get("data_layout", "NCHW") == "NCHW" and a.get("kernel_layout", "OIHW") == "OIHW"
+            and a.get("out_layout", "") in ("", "NCHW")   # conv2d honours out_layout
             and not a.get("out_dtype", "") and isinstance(c.args[1], Constant))
 
 

@@ -31,6 +31,15 @@ def test_check_prints_global_types(capsys):
                       "(Tensor[(1, 4), float32], Tensor[(1, 8), float32])")
 
 
+def test_check_an_expression_file(tmp_path, capsys):
+    """A file that is one expression with free_var declarations (as TVM prints expressions)."""
+    f = tmp_path / "e.rly"
+    f.write_text('free_var %x: Tensor[(1, 8, 8, 3), float32];\n'
+                 'nn.max_pool2d(%x, pool_size=[2, 2], layout="NHWC")\n')
+    assert cli.main(["check", str(f)]) == 0
+    assert capsys.readouterr().out == "@main: fn (Tensor[(1, 8, 8, 3), float32]) -> Tensor[(1, 7, 7, 3), float32]\n"
+
+
 def test_check_reports_type_errors_with_position(tmp_path, capsys):
     bad = tmp_path / "bad.rly"
     bad.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32]) {\n  add(%x, ones(shape=[4]))\n}\n')

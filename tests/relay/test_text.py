@@ -39,6 +39,23 @@ def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(3, 4), float32]) -> Tensor[(1
     assert body.body.args[0] is body.body.args[1]
 
 
+def test_shared_nodes_print_stably():
+    """A node shared inside one block is bound once (as TVM prints it); one shared across blocks
+    is printed in each, and the text is stable under parse and print."""
+    from relay.ir import Let, Tuple, Var, op_call
+    x = Var("x", relay.TensorType((3,), "float32"))
+    tup = Tuple((relay.const(0), relay.const(0)))
+    v = Var("v")
+    text = relay.expr_to_text(Let(v, tup, tup))
+    assert text == "%0 = (0, 0);\nlet %v = %0;\n%0"
+    sub = op_call("negative", x)
+    w = Var("w")
+    block = Let(w, sub, op_call("add", w, w))
+    mod = relay.IRModule({"main": relay.Function((x,), Tuple((block, op_call("exp", sub))))})
+    once = module_to_text(mod)
+    assert module_to_text(parse(once)) == once
+
+
 def test_every_construct_round_trips():
     text = """
 type Pair[A, B] {
