@@ -24,6 +24,8 @@ class DeviceMemoryError(RuntimeError):
 class OutOfDeviceMemory(DeviceMemoryError):
     """No free region is large enough for an allocation."""
 
+    exit_code = 1   # the `vta` command's "rejected: does not fit" (isa.errors.EXIT_REJECTED)
+
 
 def elem_bytes(cfg: VTAConfig, mem_type: int) -> int:
     """Bytes of one DRAM element of ``mem_type`` (the unit of ``dram_base``, SPEC §3)."""
