@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Iterable, Union
 
 import numpy as np
 
-from .errors import InputError
 from .layout import Layout, alu_layout, finish_layout, gemm_layout, mem_layout, uop_layout
 
 if TYPE_CHECKING:
@@ -45,11 +44,13 @@ class AluOp(IntEnum):
     MUL = 4
 
 
-class IsaError(InputError):
+class IsaError(ValueError):
     """A field value that cannot be encoded or a word that cannot be decoded.
 
     ``field`` and ``value`` name what is wrong; ``index`` is the instruction index when known.
     """
+
+    exit_code = 2   # the `vta` command's "invalid input" (isa.errors.EXIT_USAGE)
 
     def __init__(self, message: str, *, field: str | None = None, value=None,
                  index: int | None = None):
