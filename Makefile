@@ -3,7 +3,6 @@
 #   make sim [SIM=rtl]       the main job on the default configuration
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
-#   make fuzz [SCALE=20]     a long fuzz campaign of every command (lists all failures)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -14,13 +13,11 @@ SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
 
-SCALE ?= 20
-
-.PHONY: all test sim verilog bench fuzz venv clean help
+.PHONY: all test sim verilog bench venv clean help
 all: test
 
 help:
-	@sed -n '1,7p' Makefile
+	@sed -n '1,6p' Makefile
 
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
@@ -41,9 +38,6 @@ verilog: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
-
-fuzz: $(STAMP)
-	$(PYTHON) -m tests.fuzz.campaign --scale $(SCALE)
 
 clean:
 	rm -rf build sim_build .pytest_cache
