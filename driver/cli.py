@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -20,8 +21,6 @@ __all__ = ["register", "main", "run_command", "EXIT_OK", "EXIT_PROGRAM_ERROR", "
            "EXIT_UNAVAILABLE", "EXIT_TIMEOUT"]
 
 # The exit codes of every ``vta`` command (isa.errors, documented in ``vta --help``).
-#: The host links ``--link`` knows (driver.backends.board).
-BOARD_LINKS = ("sim",)
 EXIT_PROGRAM_ERROR = EXIT_REJECTED   # the program is wrong: the message names insn and field
 
 
@@ -45,7 +44,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
                    help="give up after this many seconds of wall-clock time, with the state of "
                         "the busy modules (exit status 4)")
-    p.add_argument("--link", default=None, choices=BOARD_LINKS,
+    p.add_argument("--link", default=None,
                    help="board only: the host link ('sim' for the simulated board)")
     p.add_argument("--trace", metavar="FILE.json", default=None,
                    help="cycle only: write a per-module timeline in the Chrome trace format "
@@ -93,6 +92,9 @@ def run_command(args: argparse.Namespace) -> int:
                                    ("--waveform", args.waveform, "rtl")):
         if value is not None and args.backend != backend:
             return _fail(f"{option} applies to the {backend} backend only", EXIT_USAGE)
+    if args.link not in (None, "sim") and not os.path.exists(args.link.split("@", 1)[0]):
+        return _fail(f"--link {args.link!r}: no such board link; give 'sim' (the simulated "
+                     f"board) or the serial port of a board", EXIT_USAGE)
     try:
         image = load_image(args.image)
     except ImageError as exc:
