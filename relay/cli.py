@@ -58,8 +58,7 @@ def _add_commands(p):
     c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a parameter of @main and the .npy file holding its value (repeatable)")
-    c.add_argument("--out", "-o", type=Path, required=True,
-                   help="where to write the outputs (.npz; exactly this name, no suffix added)")
+    c.add_argument("--out", "-o", type=Path, required=True, help="where to write the outputs (.npz)")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.set_defaults(relay_func=_run)
 
