@@ -45,7 +45,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="give up after this many seconds of wall-clock time, with the state of "
                         "the busy modules (exit status 4)")
     p.add_argument("--link", default=None,
-                   help="board only: the host link ('sim' for the simulated board)")
+                   help="board only: the host link, a serial port PORT[@BAUD] (e.g. "
+                        "/dev/ttyUSB0, 3000000 baud by default) or 'sim' (the simulated board)")
     p.add_argument("--trace", metavar="FILE.json", default=None,
                    help="cycle only: write a per-module timeline in the Chrome trace format "
                         "(open it in ui.perfetto.dev) and print the utilisation summary")

@@ -48,6 +48,10 @@ _FIELDS = (
     ("LOG_BUS_WIDTH", "log_bus_width", 6, 3, 9),
     ("MEM_LATENCY", "mem_latency", 4, 1, 1024),
     ("MAX_BURST_BEATS", "max_burst_beats", 16, 1, 256),
+    # The memory system (docs/hardware.md §2): bursts in flight per direction, and the memory
+    # model's bandwidth (a beat every MEM_BEAT_INTERVAL cycles, shared by reads and writes).
+    ("MEM_OUTSTANDING", "mem_outstanding", 8, 1, 64),
+    ("MEM_BEAT_INTERVAL", "mem_beat_interval", 1, 1, 64),
     ("CMD_QUEUE_DEPTH", "cmd_queue_depth", 512, 2, 4096),
     ("TOKEN_QUEUE_DEPTH", "token_queue_depth", 255, 1, 65535),
     ("TARGET_MHZ", "target_mhz", 100, 1, 1000),
@@ -95,6 +99,8 @@ class VTAConfig:
     log_bus_width: int = 6
     mem_latency: int = 4
     max_burst_beats: int = 16
+    mem_outstanding: int = 8
+    mem_beat_interval: int = 1
     cmd_queue_depth: int = 512
     token_queue_depth: int = 255
     target_mhz: int = 100

@@ -58,7 +58,11 @@ def _add_commands(p):
     c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a parameter of @main and the .npy file holding its value (repeatable)")
-    c.add_argument("--out", "-o", type=Path, required=True, help="where to write the outputs (.npz)")
+    c.add_argument("--out", "-o", type=Path, required=True,
+                   help="where to write the outputs (.npz; exactly this name, no suffix added)")
+    c.add_argument("--params", type=Path, metavar="PARAMS.npz",
+                   help="values of @main parameters by name (the weights `vta import` writes); "
+                        "--input takes precedence")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.set_defaults(relay_func=_run)
 
@@ -146,7 +150,7 @@ def _run(args):
         raise _UserError("the program has no @main")
     check_module(mod)
     main = mod.functions["main"]
-    given = {}
+    given = _load_params(args.params) if getattr(args, "params", None) else {}
     for item in args.input:
         if "=" not in item:
             raise _UserError(f"--input {item!r} must be NAME=ARRAY.npy")
@@ -176,6 +180,11 @@ def _run(args):
     files.save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outs)}, compressed=False)
     print(f"{args.out}: {len(outs)} output(s): " + ", ".join(f"{o.dtype}{list(o.shape)}" for o in outs))
     return 0
+
+
+def _load_params(path):
+    """The arrays of a ``--params`` .npz (bounded read, never unpickled)."""
+    return _files().load_arrays(path, what="--params")
 
 
 def _dispatch(args):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isa.arch import DEP_FLAGS, FUNCTIONAL_COUNTERS, QUEUES, STAGES, elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType,
                           Opcode, Store, decode, module_of)
@@ -29,16 +30,9 @@ __all__ = ["FunctionalSimulator", "FunctionalResult", "SimulationError", "Simula
            "run_image", "find_race", "check_fields", "alu_op", "SCHEDULES", "MODULES",
            "QUEUES", "DEP_QUEUES"]
 
-MODULES = ("load", "compute", "store")
-# Token queues: name -> (producer, consumer).
-QUEUES = {"l2g": ("load", "compute"), "g2l": ("compute", "load"),
-          "g2s": ("compute", "store"), "s2g": ("store", "compute")}
-# For each module, which queue each dependency flag refers to (None: must be zero).
-DEP_QUEUES = {
-    "load": {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
-    "compute": {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
-    "store": {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
-}
+# The modules, the token queues (name -> (producer, consumer)) and, for each module, which
+# queue each dependency flag refers to (None: must be zero): the facts of isa.arch.
+MODULES, DEP_QUEUES = STAGES, DEP_FLAGS
 SCHEDULES = ("in-order", "load-first", "store-first", "compute-first", "random")
 #: Micro-op executions whose indices are materialised at once: a GEMM or ALU instruction runs
 #: in chunks of about this many (its loops may describe up to 2^14 x 2^14 x 2^13 executions),
@@ -86,10 +80,9 @@ class FunctionalResult:
 
 
 def _counters() -> dict:
-    keys = ("gemm_counter", "gemm_reset_counter", "alu_counter", "inp_load_nbytes",
-            "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
-            "load_insns", "store_insns", "gemm_insns", "alu_insns", "finish_insns",
-            "nop_insns")
+    # The original's profiler counters, then this project's own.
+    keys = FUNCTIONAL_COUNTERS + ("gemm_reset_counter", "load_insns", "store_insns",
+                                  "gemm_insns", "alu_insns", "finish_insns", "nop_insns")
     return dict.fromkeys(keys, 0)
 
 
@@ -295,13 +288,6 @@ class FunctionalSimulator:
         else:
             c["finish_insns"] += 1
 
-    def _elem_bytes(self, memory_type: int) -> int:
-        c = self.cfg
-        return {MemType.UOP: c.uop_elem_bytes, MemType.WGT: c.wgt_elem_bytes,
-                MemType.INP: c.inp_elem_bytes, MemType.ACC: c.acc_elem_bytes,
-                MemType.OUT: c.out_elem_bytes,
-                MemType.ACC_8BIT: c.batch * c.block_out}[memory_type]
-
     def _dram_elements(self, insn, elem_bytes: int) -> np.ndarray:
         """Element indices (y_size, x_size) that a 2-D transfer touches; checks the range."""
         rows = insn.dram_base + np.arange(insn.y_size, dtype=np.int64)[:, None] * insn.x_stride
@@ -331,7 +317,7 @@ class FunctionalSimulator:
                                   f"{insn.sram_base + row_len * rows - 1} but the buffer has "
                                   f"{buf.shape[0]}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
-        eb = self._elem_bytes(mt)
+        eb = elem_bytes(self.cfg, mt)
         idx = self._dram_elements(insn, eb)
         byte_idx = idx[..., None] * eb + np.arange(eb)
         raw = self.dram[byte_idx]                                   # (y, x, eb) uint8

@@ -125,9 +125,10 @@ class RtlBackend(Backend):
         with tempfile.TemporaryDirectory(prefix="vta-rtl-") as tmp:
             src, dst = Path(tmp) / "image.bin", Path(tmp) / "result.bin"
             header = np.array([image.dram.size, image.insn_addr, image.insn_count,
-                               cfg.mem_latency, cfg.max_burst_beats, self.max_cycles], "<u8")
+                               cfg.mem_latency, cfg.max_burst_beats, cfg.mem_outstanding,
+                               cfg.mem_beat_interval, self.max_cycles], "<u8")
             with open(src, "wb") as fh:
-                fh.write(b"VTAIMG1\0" + header.tobytes() + image.dram.tobytes())
+                fh.write(b"VTAIMG2\0" + header.tobytes() + image.dram.tobytes())
             proc = subprocess.Popen([str(exe), str(src), str(dst)], stderr=subprocess.PIPE)
             stopped = False
             try:
