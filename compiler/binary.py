@@ -14,11 +14,7 @@ is in the manifest: a corrupted file is refused before anything runs.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import os
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -109,16 +105,9 @@ def model_to_arrays(model: CompiledModel) -> dict[str, np.ndarray]:
 
 def save_binary(path: "str | Path", model: CompiledModel) -> None:
     """Write ``model`` to ``path`` atomically (no partial file on failure)."""
-    path = Path(path)
-    arrays = model_to_arrays(model)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from isa.safeio import save_npz
+
+    save_npz(path, model_to_arrays(model), what="binary")    # atomic, the umask's mode
 
 
 def load_binary(source: "str | Path | bytes", *, config: VTAConfig | None = None
@@ -126,20 +115,23 @@ def load_binary(source: "str | Path | bytes", *, config: VTAConfig | None = None
     """Read and verify a ``.vtab``; :class:`BinaryError` says what is wrong with a bad one.
     With ``config``, the binary must have been compiled for exactly that configuration."""
     name = "<bytes>" if isinstance(source, bytes) else str(source)
-    try:
-        data = io.BytesIO(source) if isinstance(source, bytes) else source
-        with np.load(data, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise BinaryError(f"no such file: {name}") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    from isa.errors import InputError
+    from isa.safeio import load_arrays
+
+    if not isinstance(source, bytes) and not Path(source).exists():
+        raise BinaryError(f"no such file: {name}")
+    try:        # bounded, never unpickled; any corruption (zlib, zip, EOF) is one error
+        arrays = load_arrays(source, label="the file")
+    except InputError as exc:
         raise BinaryError(f"{name} is not a VTA binary (.vtab): {exc}") from None
     if "manifest" not in arrays:
         raise BinaryError(f"{name} is not a VTA binary: it has no manifest")
-    try:
-        manifest = json.loads(str(arrays.pop("manifest")))
-    except json.JSONDecodeError as exc:
-        raise BinaryError(f"{name}: the manifest is not valid JSON ({exc})") from None
+    from isa.safeio import parse_json
+
+    try:        # depth- and digit-limited: the manifest is untrusted too
+        manifest = parse_json(str(arrays.pop("manifest")), what="the manifest")
+    except InputError as exc:
+        raise BinaryError(f"{name}: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != "vtab":
         raise BinaryError(f"{name} is not a VTA binary (no 'vtab' format tag)")
     if manifest.get("version") != FORMAT_VERSION:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-
-import numpy as np
 
 from isa.errors import EXIT_OK, InputError
 
@@ -55,28 +52,25 @@ def register(subparsers) -> None:
 
 def _read_model(path: str):
     import relay
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Usage(f"cannot read {path}: {exc}") from None
-    return relay.parse(text, source=path)
+    from isa.safeio import read_text
+
+    return relay.parse(read_text(path, what="model"), source=path)
 
 
 def _read_npz(path: str) -> dict:
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise _Usage(f"no such file: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise _Usage(f"cannot read {path} as a NumPy .npz file: {exc}") from None
+    from isa.safeio import load_arrays
+
+    return load_arrays(path, what="parameters")     # bounded, never unpickled
 
 
 def _compile(args) -> int:
     from isa.config import ConfigError, load_config
 
+    from isa.safeio import check_output
+
     from .binary import save_binary
     from .compile import compile_module
+    check_output(args.out, what="-o")                 # before the compilation
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
@@ -186,8 +180,13 @@ def run_vtab_main(argv: list[str]) -> int:
 def _run(args) -> int:
     from isa.config import ConfigError, load_config
 
+    from isa.safeio import atomic_output, check_output, load_array, save_npz
+
     from .binary import load_binary
     from .runtime import execute
+    for option, value in (("--out", args.out), ("--report", args.report)):
+        if value is not None:
+            check_output(value, what=option)          # before the run
     cfg = None
     if args.config:
         try:
@@ -200,10 +199,7 @@ def _run(args) -> int:
         if "=" not in item:
             raise _Usage(f"--input {item!r} must be NAME=ARRAY.npy")
         name, path = item.split("=", 1)
-        try:
-            given[name.lstrip("%")] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise _Usage(f"cannot load {path}: {exc}") from None
+        given[name.lstrip("%")] = load_array(path, what=f"--input {name}")
     names = [t.name for t in model.inputs]
     unknown = sorted(set(given) - set(names))
     if unknown:
@@ -218,9 +214,10 @@ def _run(args) -> int:
             raise _Usage(f"input {t.name} is {v.dtype}{list(v.shape)} but the model expects "
                          f"{t.dtype}{list(t.shape)}")
     outputs, report, _ = execute(model, given, args.backend)
-    np.savez(args.out, **{f"output_{i}": o for i, o in enumerate(outputs)})
+    save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outputs)}, compressed=False)
     if args.report:
-        Path(args.report).write_text(json.dumps(report, indent=2) + "\n")
+        with atomic_output(args.report, what="--report", mode="w") as fh:
+            fh.write(json.dumps(report, indent=2) + "\n")
     print(report_table(report))
     print(f"{args.out}: {len(outputs)} output(s): "
           + ", ".join(f"{o.dtype}{list(o.shape)}" for o in outputs))

@@ -329,17 +329,20 @@ def _order_derived(derived: list) -> None:
 
 def load_space(path: "str | Path") -> Space:
     """Read a ``.toml`` or ``.json`` space file."""
+    from isa.errors import InputError
+    from isa.safeio import parse_json, read_text
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpaceError(f"cannot read space file {str(path)!r}: {exc.strerror}") from None
+    try:        # bounded in size and time (a device or a FIFO is not read forever)
+        text = read_text(path, what="space file", limit=16 << 20)
+    except InputError as exc:
+        raise SpaceError(str(exc)) from None
     try:
         if path.suffix == ".json":
-            data = json.loads(raw)
+            data = parse_json(text, what=str(path))
         else:
-            data = tomllib.loads(raw.decode())
-    except (ValueError, UnicodeDecodeError) as exc:
+            data = tomllib.loads(text)
+    except (ValueError, RecursionError) as exc:   # InputError is a ValueError
         raise SpaceError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: "
                          f"{exc}") from None
     return parse_space(data, source=str(path))

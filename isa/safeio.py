@@ -32,8 +32,9 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["MAX_TEXT_BYTES", "MAX_ARRAY_BYTES", "MAX_JSON_DEPTH", "MAX_NUMBER_DIGITS",
-           "MAX_STREAM_BYTES", "PIPE_TIMEOUT", "read_bytes", "read_text", "parse_json", "load_arrays", "load_array",
-           "check_output", "atomic_output", "save_npz", "timeout_seconds"]
+           "MAX_STREAM_BYTES", "PIPE_TIMEOUT", "read_bytes", "read_text", "parse_json",
+           "load_arrays", "load_array", "check_output", "atomic_output", "save_npz",
+           "timeout_seconds"]
 
 #: Largest text input (assembly, configuration, Relay, trace) read, in bytes.
 MAX_TEXT_BYTES = 256 << 20

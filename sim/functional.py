@@ -99,6 +99,7 @@ class FunctionalSimulator:
         #: before each instruction and between the chunks of a long GEMM or ALU).
         self.deadline = deadline
         self.executing: tuple | None = None      # (instruction, uops done, uops in all)
+        self.index: int | None = None            # of the instruction that runs last
         c = cfg
         self.uop = np.zeros(c.uop_depth, np.uint32)
         self.inp = np.zeros((c.inp_depth, c.batch, c.block_in), np.int8)
@@ -198,7 +199,7 @@ class FunctionalSimulator:
         """Raise :class:`SimulationTimeout` (saying what was running) if the deadline passed."""
         if self.deadline is None or time.monotonic() <= self.deadline:
             return
-        index = getattr(self, "index", None)
+        index = self.index
         if self.executing is not None:
             insn, done, total = self.executing
             at = f" (instruction {index})" if index is not None else ""
@@ -206,12 +207,12 @@ class FunctionalSimulator:
                     f"had done {done:,} of its {total:,} micro-op executions")
         elif next_insn is not None:
             what = (f"the {module_of(next_insn)} module was about to execute "
-                    f"{next_insn.opcode.name} after {self.counters_total()} instructions")
+                    f"{next_insn.opcode.name} after {self.instructions_executed()} instructions")
         else:
-            what = f"after {self.counters_total()} instructions"
+            what = f"after {self.instructions_executed()} instructions"
         raise SimulationTimeout(what, index)
 
-    def counters_total(self) -> int:
+    def instructions_executed(self) -> int:
         """Instructions executed so far."""
         c = self.counters
         return sum(c[k] for k in ("load_insns", "store_insns", "gemm_insns", "alu_insns",

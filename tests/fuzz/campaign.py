@@ -1,6 +1,6 @@
 """A long fuzz campaign over the fuzz table that records every failure instead of stopping.
 
-    python -m tests.fuzz.campaign [--scale 10] [--only asm,config] [--show 3]
+    .venv/bin/python -m tests.fuzz.campaign [--scale 10] [--only asm,config] [--show 3]
 
 Prints, per command, the inputs tried and the failures by category (traceback, internal
 error, unexpected exit status, error not on one line, partial or changed output, hang), with

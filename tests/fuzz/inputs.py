@@ -331,3 +331,98 @@ def trace_file(draw) -> bytes:
     elif how == "bytes":
         return draw(mutate_bytes(json.dumps(doc).encode()))
     return json.dumps(doc).encode()
+
+
+# ------------------------------------------------------------------------------ compiled models
+COMPILER_PROGRAM = ROOT / "tests" / "compiler" / "programs" / "requant_chain.rly"
+
+
+@functools.lru_cache(None)
+def compiled_seed() -> dict:
+    """A small integer model, its parameters, an input, and its binary (``vta compile``)."""
+    import tempfile
+
+    import relay
+    from vta.cli import main
+
+    mod = relay.parse(COMPILER_PROGRAM.read_text())
+    rng = np.random.default_rng(0)
+    params = {}
+    for p in mod["main"].params[1:]:
+        t = p.type_annotation
+        lo, hi = (-128, 128) if t.dtype == "int8" else (-3000, 3000)
+        params[p.name_hint] = rng.integers(lo, hi, t.shape).astype(t.dtype)
+    x = mod["main"].params[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(Path(tmp) / "p.npz", **params)
+        out = Path(tmp) / "m.vtab"
+        code = main(["compile", str(COMPILER_PROGRAM), "--params", str(Path(tmp) / "p.npz"),
+                     "-o", str(out), "--config", "small"])
+        assert code == 0, "the seed model does not compile"
+        binary = out.read_bytes()
+    return {"text": COMPILER_PROGRAM.read_text(), "params": npz_bytes(params),
+            "input_name": x.name_hint, "input_shape": tuple(x.type_annotation.shape),
+            "binary": binary}
+
+
+@st.composite
+def params_file(draw) -> bytes:
+    seed = compiled_seed()
+    how = draw(st.sampled_from(("good", "good", "bytes", "array", "drop", "npy")))
+    if how == "good":
+        return seed["params"]
+    if how == "bytes":
+        return draw(mutate_bytes(seed["params"]))
+    arrays = dict(np.load(io.BytesIO(seed["params"])))
+    if how == "npy":
+        return npy_bytes(next(iter(arrays.values())))
+    key = draw(st.sampled_from(sorted(arrays)))
+    if how == "drop":
+        arrays.pop(key)
+    else:
+        arrays[key] = draw(weird_arrays)
+    return npz_bytes(arrays)
+
+
+@st.composite
+def vtab_file(draw) -> bytes:
+    """The seed binary, whole or mutated in its bytes, its arrays or its manifest."""
+    binary = compiled_seed()["binary"]
+    how = draw(st.sampled_from(("good", "bytes", "values", "drop", "manifest", "array")))
+    if how == "good":
+        return binary
+    if how == "bytes":
+        return draw(mutate_bytes(binary))
+    arrays = dict(np.load(io.BytesIO(binary)))
+    key = draw(st.sampled_from(sorted(arrays)))
+    if how == "drop":
+        arrays.pop(key)
+    elif how == "manifest":
+        text = str(arrays["manifest"])
+        arrays["manifest"] = np.str_(draw(mutate_text(text, nest="[", unnest="]", max_ops=2)))
+    elif how == "array":
+        arrays[key] = draw(weird_arrays)
+    else:
+        a = arrays[key].copy()
+        if a.dtype.kind in "iu" and a.size:
+            info = np.iinfo(a.dtype)
+            for _ in range(draw(st.integers(1, 4))):
+                a.flat[draw(st.integers(0, a.size - 1))] = draw(
+                    st.sampled_from([info.min, info.max, 0, -1 if info.min < 0 else 1, 7]))
+        arrays[key] = a
+    return npz_bytes(arrays)
+
+
+@st.composite
+def model_input(draw) -> bytes:
+    seed = compiled_seed()
+    how = draw(st.sampled_from(("good", "good", "dtype", "shape", "bytes")))
+    good = np.zeros(seed["input_shape"], np.int8)
+    if how == "good":
+        return npy_bytes(good)
+    if how == "dtype":
+        return npy_bytes(good.astype(draw(st.sampled_from(["float32", "int32", "uint8"]))))
+    if how == "shape":
+        return npy_bytes(np.zeros(draw(st.sampled_from([(1,), (1, 3, 8), (2, 3, 8, 8)])),
+                                  np.int8))
+    return draw(mutate_bytes(npy_bytes(good)))

@@ -41,15 +41,15 @@ def assert_clean(proc, code):
         assert lines and lines[-1].startswith("vta ") and ": error: " in lines[-1], lines
 
 
-def test_devices_as_inputs_are_refused_quickly():
-    for argv in (["run", "/dev/zero"], ["disasm", "/dev/zero"], ["asm", "/dev/zero", "-o",
-                                                                 "/tmp/never.bin"],
+def test_devices_as_inputs_are_refused_quickly(tmp_path):
+    never = tmp_path / "never.bin"
+    for argv in (["run", "/dev/zero"], ["disasm", "/dev/zero"], ["asm", "/dev/zero", "-o", never],
                  ["config", "/dev/zero"], ["relay", "check", "/dev/zero"]):
         start = time.monotonic()
         proc = vta(*argv)
         assert_clean(proc, EXIT_USAGE)
         assert time.monotonic() - start < 60, argv
-    assert not Path("/tmp/never.bin").exists()
+    assert not never.exists()
 
 
 def test_a_fifo_without_a_writer_and_one_that_never_ends(tmp_path):
