@@ -32,9 +32,10 @@ def register(subparsers) -> None:
                    help="run the tasks on the Dask cluster of this scheduler")
     p.add_argument("--dask", action="store_true",
                    help="run the tasks on a local Dask cluster (LocalCluster)")
-    p.add_argument("--synthesis", choices=("real", "model"), default="real",
+    p.add_argument("--synthesis", choices=("real", "cached", "model"), default="real",
                    help="real: Yosys/nextpnr for what the model cannot rule out (default); "
-                        "model: the screening model only, no FPGA tools")
+                        "cached: no FPGA tools, the cache's real results and the model for "
+                        "the rest; model: the screening model only")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     p.set_defaults(func=main)

@@ -260,7 +260,8 @@ def _row(space: Space, name: str, point: dict, res: dict, res_from: str, fmax, f
 def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
               progress: bool = True, log: Callable = print) -> SweepResult:
     """Run ``space``; ``synthesis`` is ``real`` (Yosys/nextpnr for what the model cannot rule
-    out) or ``model`` (the screening model only: no FPGA tools)."""
+    out), ``cached`` (no FPGA tools run: the real results the cache holds, the model for the
+    rest) or ``model`` (the screening model only)."""
     result = SweepResult(space)
     exp = expand(space)
     points = list(exp.points)
@@ -306,9 +307,10 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
 
     # 3. synthesis of what the model cannot rule out
     synth = {}
-    if synthesis == "real":
+    if synthesis in ("real", "cached"):
         todo = [p for p, why, c in zip(points, reasons, cyc) if why is None and c is not None]
-        synth = _synth_points(space, runner, cache, todo, progress, result.counts)
+        synth = _synth_points(space, runner, cache, todo, progress, result.counts,
+                              run=synthesis == "real")
         for p, name in zip(points, names):
             r = synth.get(_hw_key(p))
             if r is not None and "error" in r:
@@ -335,6 +337,11 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
 
     # 4. place and route the points that matter
     pnr: dict = {}
+    if synthesis == "cached":
+        placed = {d["verilog"]: r["fmax_mhz"] for d, r in cache.entries("pnr")
+                  if "fmax_mhz" in r}
+        pnr = {k: placed[r["verilog"]] for k, r in synth.items()
+               if r.get("verilog") in placed}
     rows = rows_for(pnr)
     if synthesis == "real" and space.fmax != "none" and space.max_pnr > 0:
         chosen = front(rows) if space.fmax == "frontier" else range(len(rows))
@@ -378,9 +385,10 @@ def _hw_key(point: dict) -> str:
 
 
 def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
-                  counts: dict) -> dict:
+                  counts: dict, run: bool = True) -> dict:
     """Synthesise ``points`` (one per distinct hardware): ``{hw key: result}``; every result
-    also names the SHA-256 of its Verilog under ``verilog``."""
+    also names the SHA-256 of its Verilog under ``verilog``. ``run=False``: only what the
+    cache holds."""
     unique = list({_hw_key(p): p for p in points}.values())
     vjobs = [(_verilog_desc(p), (p,)) for p in unique]
     got = _stage(space, runner, cache, verilog_task, vjobs, "verilog", progress, counts)
@@ -392,6 +400,12 @@ def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
             continue
         d = _synth_desc(p, v["sha256"])
         jobs.append((d, (p, str(cache.workdir(task_key(d))))))
+    if not run:
+        for d, (p, _) in jobs:
+            hit = cache.get(d)
+            if hit is not None:
+                out[_hw_key(p)] = {**hit, "verilog": d["verilog"]}
+        return out
     got = _stage(space, runner, cache, synth_task, jobs, "synthesis", progress, counts)
     for d, (p, _) in jobs:
         out[_hw_key(p)] = {**got[task_key(d)], "verilog": d["verilog"]}
