@@ -99,7 +99,8 @@ def _markdown(result: SweepResult) -> str:
     out += ["", "![throughput vs LUT4](throughput_vs_lut.png)", "",
             "## Screening model", "",
             f"Calibrated on {result.calibration_runs} real syntheses; leave-one-out relative "
-            f"error (each run predicted by the model fitted on the others), and the margin the "
+            f"error (each run predicted by the model fitted on the runs of the other GEMM "
+            f"shapes), and the margin the "
             f"screening used ({result.margin:.0%}):", "",
             "| quantity | mean error | max error | runs |", "|---|---|---|---|"]
     for k, e in result.model_errors.items():
