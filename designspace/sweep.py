@@ -327,7 +327,8 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
             real = s is not None and "cells" in s
             res = resources(s["cells"]) if real else pred
             f = pnr.get(_hw_key(p))
-            fmax, src = (f, "nextpnr") if f else (pred["fmax_mhz"], "model")
+            fmax, src = ((f, "nextpnr") if f else (pred["fmax_mhz"], "model")
+                         if pred["fmax_mhz"] else (None, "none: runs at TARGET_MHZ"))
             rows.append(_row(space, name, p, res, "yosys" if real else "model", fmax, src, c))
         return rows
 
