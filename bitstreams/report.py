@@ -6,7 +6,7 @@ from isa.config import VTAConfig
 
 from .boards import RESOURCES, Board
 
-__all__ = ["make_report", "summary_text", "CORE_CLOCK"]
+__all__ = ["make_report", "summary_text", "markdown_table", "CORE_CLOCK"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
 CORE_CLOCK = "sync"
@@ -62,3 +62,21 @@ def summary_text(r: dict) -> str:
     lines += ["", f"seed {r['seed']}, built in {r['build_seconds']:.0f} s",
               *[f"{k}: {v}" for k, v in r["tools"].items()]]
     return "\n".join(lines) + "\n"
+
+
+def markdown_table(reports) -> str:
+    """The README's configuration table from build reports (measured numbers only)."""
+    rows = ["| configuration | GEMM (batch × in × out) | LUT4 | FF | DP16KD | MULT18X18D | "
+            "Fmax (target) MHz | timing |", "|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        c = r["config"]
+        block_in = 1 << c.get("LOG_BLOCK_IN", c.get("LOG_BLOCK", 0))
+        block_out = 1 << c.get("LOG_BLOCK_OUT", c.get("LOG_BLOCK", 0))
+        res = r["resources"]
+        cells = [f"{res[k][0]} / {res[k][1]}" for k in ("LUT4", "FF", "DP16KD", "MULT18X18D")]
+        clk = r["clocks"].get(CORE_CLOCK, {})
+        rows.append(f"| `{c['name']}` | {1 << c['LOG_BATCH']} × {block_in} × {block_out} | "
+                    + " | ".join(cells)
+                    + f" | {clk.get('fmax_mhz', 0):.1f} ({clk.get('target_mhz', 0):.0f}) | "
+                    + ("met" if r["timing_met"] else "**not met**") + " |")
+    return "\n".join(rows)

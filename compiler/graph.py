@@ -16,7 +16,8 @@ import numpy as np
 
 from isa.config import VTAConfig
 from relay.analysis import post_order
-from relay.ir import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from relay.ir import Call, Constant, Function, IRModule, Op, Tuple, TupleGetItem, Var
+from relay.transform import infer_type
 from relay.ty import TensorType
 
 from .errors import UnsupportedOperator
@@ -146,7 +147,8 @@ class _Builder:
         shape = (n, o) if getattr(seg.op, "kind", "") == "dense" else (n, o, oh, ow)
         out = self.tensor(shape, seg.op.out_dtype)
         self.segments.append(CpuSegment(self.seg_name("cpu"), "unpack", (packed,), out,
-                                        {"shape": list(shape), "planes": info.layout == "planes"}))
+                                        {"shape": list(shape), "planes": info.layout == "planes",
+                                         "in_shape": list(info.shape)}))
         self.plain[id(node)] = out
         return out
 
@@ -238,7 +240,7 @@ class _Builder:
             body = Call(node.op, [arg(a) for a in node.args], node.attrs)
         t = node.checked_type
         out = self.tensor(t.shape, t.dtype)
-        fn = Function(params, body, t)
+        fn = infer_type(IRModule({"main": Function(params, body, t)}))["main"]
         self.segments.append(CpuSegment(self.seg_name("cpu"), "relay", tuple(inputs), out,
                                         function=fn))
         self.plain[id(node)] = out

@@ -21,13 +21,14 @@ while chunk *u* computes.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 from isa.encoding import AluOp, MemType
 
 from .operators import ConvGeometry
 from .packing import ceil_div
 from .program import ProgramBuilder, VtaProgram
-from .schedule import Schedule, acc_rows, check_fits, input_window
+from .schedule import Schedule, acc_rows, check_fits, input_window, skips_rows
 
 __all__ = ["lower_conv", "region_bytes"]
 
@@ -78,10 +79,33 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
 
 
 class _Counters:
-    """Load units and tiles emitted so far (the token pattern runs on across phases)."""
+    """Load units and tiles emitted so far (the token pattern runs on across phases), and the
+    open reuse group: the weight tile each WGT half holds."""
 
     def __init__(self):
         self.unit = self.tile = 0
+        self.group = None           # key of the open group (one unit), None if closed
+        self.group_start = 0        # commands emitted when it opened
+        self.held: dict = {}        # WGT half -> weight tile key
+
+
+# A reuse group is one unit (one launch), so that weights loaded by an earlier tile are still
+# in SRAM; it is closed after this many commands to stay far below a launch's capacity.
+_GROUP_COMMANDS = 2048
+
+
+def _open_group(p: ProgramBuilder, n: _Counters, key) -> None:
+    if n.group == key and len(p) - n.group_start < _GROUP_COMMANDS:
+        return
+    _close_group(p, n)
+    p.unit_begin()
+    n.group, n.group_start, n.held = key, len(p), {}
+
+
+def _close_group(p: ProgramBuilder, n: _Counters) -> None:
+    if n.group is not None:
+        p.unit_end()
+        n.group = None
 
 
 def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
@@ -90,113 +114,160 @@ def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
     return s.tb * s.tci * ih * iw, s.tco * s.tci * kh * kw, acc_rows(geo, s)
 
 
+@dataclass(frozen=True)
+class _Tile:
+    """One output tile: where it lies in the result and in the accumulator."""
+
+    g: int
+    nb0: int
+    tb: int
+    ob0: int
+    tco: int
+    oy0: int
+    th: int
+    ox0: int
+    tw: int
+    acc_base: int
+    res_base: int
+    const_base: int
+
+    @property
+    def rows(self) -> int:
+        return self.tb * self.tco * self.th * self.tw
+
+
 def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: _Counters,
                placement: tuple | None = None, halves: tuple | None = None) -> None:
     """Emit ``geo``'s tiles. ``placement`` = (OH, OW, ry, rx, sy, sx) writes output pixel
     (y, x) at (ry + sy y, rx + sx x) of an OH x OW result (the phases of a transposed
     convolution); ``halves`` fixes the SRAM half sizes (the largest of several phases)."""
-    cfg, op = geo.cfg, geo.op
-    h, w = geo.hw
+    op = geo.op
     oh, ow = geo.out_hw
-    kh, kw = geo.kernel
-    (sh, sw), (dh, dw) = op.strides, op.dilation
-    pt, pl, _, _ = op.padding
     inp_half, wgt_half, acc_half = halves or _halves(geo, s)
     r_max = s.tb * s.tco * s.th * s.tw
-    planes = 4 if op.out_dtype == "int32" else 1
-    full_h, full_w, ry, rx, sy, sx = placement or (oh, ow, 0, 0, 1, 1)
-    plane_elems = geo.nb * geo.ob * full_h * full_w
     # The byte planes of a tile consume their own store->compute tokens, so no token of an
     # earlier tile may still be waiting: with planes, each tile waits for the last store.
-    reuse = 1 if planes > 1 else s.vt
-    nconst = len(op.consts)
-
+    reuse = 1 if op.out_dtype == "int32" else s.vt
     tiles = itertools.product(range(geo.groups), _ranges(geo.nb, s.tb), _ranges(geo.obg, s.tco),
                               _ranges(oh, s.th), _ranges(ow, s.tw))
     for g, (nb0, tb), (o0, tco), (oy0, th), (ox0, tw) in tiles:
-        ob0 = g * geo.obg + o0
-        unit, tile = n.unit, n.tile
-        half = tile % s.vt
-        acc_base = half * acc_half
-        res_base = acc_base + r_max
-        const_base = acc_base + r_max * (2 if op.residual else 1)
-        r = tb * tco * th * tw
-        ih, iw = input_window(geo, th, tw)
-        iy0, ix0 = oy0 * sh - pt, ox0 * sw - pl
-        ys, ye = max(iy0, 0), min(iy0 + ih, h)
-        xs, xe = max(ix0, 0), min(ix0 + iw, w)
-        empty = ye <= ys or xe <= xs       # the window lies in the padding: no GEMM at all
-        p.unit_begin()
-        chunks = [] if empty else _ranges(geo.cbg, s.tci)
-        if not chunks:
-            if tile >= reuse:
+        acc_base = (n.tile % s.vt) * acc_half
+        t = _Tile(g, nb0, tb, g * geo.obg + o0, tco, oy0, th, ox0, tw, acc_base,
+                  acc_base + r_max, acc_base + r_max * (2 if op.residual else 1))
+        # Tiles of one output-channel tile share their weights: one group, weights kept.
+        _open_group(p, n, (reg["weights"], g, t.ob0, tco))
+        window = _input_rows(geo, t)
+        chunks = _ranges(geo.cbg, s.tci) if window is not None else []
+        if not chunks:          # the window lies in the padding: no GEMM at all
+            if n.tile >= reuse:
                 p.pop("store", "compute")
-            p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
+            p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
         for k, (c0, tci) in enumerate(chunks):
-            ihalf = unit % s.vt
-            inp_base, wgt_base = ihalf * inp_half, ihalf * wgt_half
-            # ---- load stage
-            if unit >= s.vt:
-                p.pop("compute", "load")
-            for b, c in itertools.product(range(tb), range(tci)):
-                cb = g * geo.cbg + c0 + c
-                p.load(MemType.INP, inp_base + (b * tci + c) * ih * iw, reg["data"],
-                       (((nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
-                       y_size=ye - ys, x_stride=w, y_pad=(ys - iy0, iy0 + ih - ye),
-                       x_pad=(xs - ix0, ix0 + iw - xe))
-            p.load(MemType.WGT, wgt_base, reg["weights"], (ob0 * geo.cbg + c0) * kh * kw,
-                   x_size=tci * kh * kw, y_size=tco, x_stride=geo.cbg * kh * kw)
-            p.push("load", "compute")
-            # ---- compute
+            ihalf = n.unit % s.vt
+            _load_unit(p, geo, s, reg, n, t, window, c0, tci, ihalf * inp_half,
+                       ihalf * wgt_half)
             p.pop("load", "compute")
             if k == 0:
-                if tile >= reuse:
+                if n.tile >= reuse:
                     p.pop("store", "compute")
-                p.gemm([(acc_base, 0, 0)], [(r, 1, 0, 0)], reset=True)
-            _gemm(p, s.layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw,
-                  kh, kw, sh, sw, dh, dw)
+                p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+            ih, iw = input_window(geo, th, tw)
+            (sh, sw), (dh, dw) = op.strides, op.dilation
+            row_step = 1 if skips_rows(geo) else sh     # input rows per output row in SRAM
+            _gemm(p, s.layout, acc_base, ihalf * inp_half, ihalf * wgt_half, tb, tco, th, tw,
+                  tci, ih, iw, *geo.kernel, row_step, sw, dh, dw)
             p.push("compute", "load")
-            unit += 1
-            n.unit = unit
-        # ---- tail
-        if nconst:
-            p.load(MemType.ACC, const_base, reg["consts"], ob0, x_size=tco, y_size=nconst,
-                   x_stride=geo.ob)
-        if op.residual:
-            for o, b in itertools.product(range(tco), range(tb)):
-                p.load(MemType.ACC_8BIT, res_base + (o * tb + b) * th * tw, reg["residual"],
-                       (((nb0 + b) * geo.ob + ob0 + o) * oh + oy0) * ow + ox0, x_size=tw,
-                       y_size=th, x_stride=ow)
-        for t in op.tail:
-            alu = AluOp[t.alu]
-            if t.imm is not None:
-                _alu_rows(p, alu, acc_base, r, imm=t.imm)
-            elif t.residual:
-                _alu_rows(p, alu, acc_base, r, src=res_base, src_step=1)
-            else:
-                # per output block: dst walks the block's rows, src stays on its constant
-                p.alu(alu, [(acc_base, const_base + t.const * tco, 0)],
-                      [(tco, tb * th * tw, 1, 0), (tb * th * tw, 1, 0, 0)])
-        p.push("compute", "store")
-        for plane in range(planes):
-            if plane:
-                p.pop("store", "compute")
-                _alu_rows(p, AluOp.SHR, acc_base, r, imm=8)
-                p.push("compute", "store")
-            p.pop("compute", "store")
-            for o, b in itertools.product(range(tco), range(tb)):
-                row = acc_base + (o * tb + b) * th * tw
-                first = plane * plane_elems + ((nb0 + b) * geo.ob + ob0 + o) * full_h * full_w
-                if placement is None:
-                    p.store(row, reg["out"], first + oy0 * ow + ox0, x_size=tw, y_size=th,
-                            x_stride=ow)
-                    continue
-                for y in range(th):     # every sx-th element of an output row
-                    p.store(row + y * tw, reg["out"], first + (ry + sy * (oy0 + y)) * full_w
-                            + rx + sx * ox0, x_size=1, y_size=tw, x_stride=sx)
-            p.push("store", "compute")
-        p.unit_end()
+            n.unit += 1
+        _tail(p, geo, reg, t)
+        _store(p, geo, reg, t, placement)
         n.tile += 1
+    _close_group(p, n)
+
+
+def _input_rows(geo: ConvGeometry, t: _Tile):
+    """(iy0, ys, ye, ix0, xs, xe): the tile's input window from (iy0, ix0) and its part
+    inside the input, [ys, ye) x [xs, xe); None if that part is empty."""
+    h, w = geo.hw
+    (sh, sw), (pt, pl) = geo.op.strides, geo.op.padding[:2]
+    ih, iw = input_window(geo, t.th, t.tw)
+    iy0, ix0 = t.oy0 * sh - pt, t.ox0 * sw - pl
+    ys, ye, xs, xe = max(iy0, 0), min(iy0 + ih, h), max(ix0, 0), min(ix0 + iw, w)
+    if skips_rows(geo):     # th rows, every sh-th from iy0 (all inside: no vertical padding)
+        ys, ye = iy0, iy0 + ih
+    return None if ye <= ys or xe <= xs else (iy0, ys, ye, ix0, xs, xe)
+
+
+def _load_unit(p, geo, s, reg, n, t: _Tile, window, c0, tci, inp_base, wgt_base) -> None:
+    """The load stage of one chunk: INP blocks with DMA padding, WGT unless the half holds
+    them already; waits for the compute that used the half last."""
+    h, w = geo.hw
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, t.th, t.tw)
+    iy0, ys, ye, ix0, xs, xe = window
+    if n.unit >= s.vt:
+        p.pop("compute", "load")
+    for b, c in itertools.product(range(t.tb), range(tci)):
+        cb = t.g * geo.cbg + c0 + c
+        pitch = geo.op.strides[0] * w if skips_rows(geo) else w
+        p.load(MemType.INP, inp_base + (b * tci + c) * ih * iw, reg["data"],
+               (((t.nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
+               y_size=ye - ys, x_stride=pitch, y_pad=(ys - iy0, iy0 + ih - ye),
+               x_pad=(xs - ix0, ix0 + iw - xe))
+    ihalf = n.unit % s.vt
+    if n.held.get(ihalf) != (c0, tci):
+        p.load(MemType.WGT, wgt_base, reg["weights"], (t.ob0 * geo.cbg + c0) * kh * kw,
+               x_size=tci * kh * kw, y_size=t.tco, x_stride=geo.cbg * kh * kw)
+        n.held[ihalf] = (c0, tci)
+    p.push("load", "compute")
+
+
+def _tail(p, geo, reg, t: _Tile) -> None:
+    """Constants and residual into ACC, then the ALU steps over the tile's rows."""
+    op = geo.op
+    oh, ow = geo.out_hw
+    if op.consts:
+        p.load(MemType.ACC, t.const_base, reg["consts"], t.ob0, x_size=t.tco,
+               y_size=len(op.consts), x_stride=geo.ob)
+    if op.residual:
+        for o, b in itertools.product(range(t.tco), range(t.tb)):
+            p.load(MemType.ACC_8BIT, t.res_base + (o * t.tb + b) * t.th * t.tw, reg["residual"],
+                   (((t.nb0 + b) * geo.ob + t.ob0 + o) * oh + t.oy0) * ow + t.ox0, x_size=t.tw,
+                   y_size=t.th, x_stride=ow)
+    block = t.tb * t.th * t.tw
+    for step in op.tail:
+        alu = AluOp[step.alu]
+        if step.imm is not None:
+            _alu_rows(p, alu, t.acc_base, t.rows, imm=step.imm)
+        elif step.residual:
+            _alu_rows(p, alu, t.acc_base, t.rows, src=t.res_base, src_step=1)
+        else:   # per output block: dst walks the block's rows, src stays on its constant
+            p.alu(alu, [(t.acc_base, t.const_base + step.const * t.tco, 0)],
+                  [(t.tco, block, 1, 0), (block, 1, 0, 0)])
+    p.push("compute", "store")
+
+
+def _store(p, geo, reg, t: _Tile, placement) -> None:
+    """STORE the tile (as four byte planes with SHR 8 between them for an int32 result)."""
+    oh, ow = geo.out_hw
+    full_h, full_w, ry, rx, sy, sx = placement or (oh, ow, 0, 0, 1, 1)
+    plane_elems = geo.nb * geo.ob * full_h * full_w
+    for plane in range(4 if geo.op.out_dtype == "int32" else 1):
+        if plane:
+            p.pop("store", "compute")
+            _alu_rows(p, AluOp.SHR, t.acc_base, t.rows, imm=8)
+            p.push("compute", "store")
+        p.pop("compute", "store")
+        for o, b in itertools.product(range(t.tco), range(t.tb)):
+            row = t.acc_base + (o * t.tb + b) * t.th * t.tw
+            first = plane * plane_elems + ((t.nb0 + b) * geo.ob + t.ob0 + o) * full_h * full_w
+            if placement is None:
+                p.store(row, reg["out"], first + t.oy0 * ow + t.ox0, x_size=t.tw, y_size=t.th,
+                        x_stride=ow)
+                continue
+            for y in range(t.th):     # every sx-th element of an output row
+                p.store(row + y * t.tw, reg["out"], first + (ry + sy * (t.oy0 + y)) * full_w
+                        + rx + sx * t.ox0, x_size=1, y_size=t.tw, x_stride=sx)
+        p.push("store", "compute")
 
 
 def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,

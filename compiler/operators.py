@@ -13,7 +13,7 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
+__all__ = ["TailOp", "simplify_tail", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
 ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
 _MAX_PAD = (1 << MEMOP_PAD_BITS) - 1
@@ -40,6 +40,24 @@ class TailOp:
         operand = ("residual" if self.residual else f"const{self.const}" if self.const is not None
                    else str(self.imm))
         return f"{self.alu} {operand}"
+
+
+def simplify_tail(steps: tuple) -> tuple:
+    """Peephole pass over a tail. Guarantees the same int32 results with no more ALU passes:
+    ``ADD 0``, ``SHR 0``, ``MUL 1`` are dropped; consecutive immediate ``MAX a, MAX b`` become
+    ``MAX max(a, b)`` and ``MIN a, MIN b`` become ``MIN min(a, b)`` (so ``relu`` then
+    ``clip(-128, 127)`` costs two passes, not three)."""
+    out: list[TailOp] = []
+    for t in steps:
+        if t.imm is not None and (t.alu, t.imm) in (("ADD", 0), ("SHR", 0), ("MUL", 1)):
+            continue
+        if out and t.imm is not None and out[-1].imm is not None and t.alu == out[-1].alu \
+                and t.alu in ("MAX", "MIN"):
+            pick = max if t.alu == "MAX" else min
+            out[-1] = TailOp(t.alu, imm=pick(out[-1].imm, t.imm))
+            continue
+        out.append(t)
+    return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)

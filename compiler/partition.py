@@ -19,7 +19,7 @@ from relay.ty import TensorType
 from relay.visitor import ExprMutator
 
 from .errors import CompileError
-from .operators import ConvOp, TailOp
+from .operators import ConvOp, TailOp, simplify_tail
 
 __all__ = ["prepare", "partition_for_vta", "vta_operator", "vta_functions", "IMM_RANGE"]
 
@@ -374,7 +374,8 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
                            tuple(pair(a["strides"], "strides")), tuple(padding4(a["padding"])),
                            tuple(pair(a["output_padding"], "output_padding")),
                            tuple(pair(a["dilation"], "dilation")), a["groups"],
-                           tuple(tail.steps), tuple(tail.consts), _ttype(fn.body).dtype)
+                           simplify_tail(tuple(tail.steps)), tuple(tail.consts),
+                           _ttype(fn.body).dtype)
     if anchor is None:
         anchor = next(n for n in order if _eltwise_ok(n))
         tail = _Tail(_ttype(anchor).shape[1], 4, imm_only=True)
@@ -383,7 +384,7 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
                 raise CompileError(f"{name}: cannot lower {n.op.name} in a VTA operator")
         from .vector import EltwiseOp
         return EltwiseOp(name, "ADD" if anchor.op.name == "add" else "MUL",
-                         tuple(_ttype(anchor).shape), tuple(tail.steps),
+                         tuple(_ttype(anchor).shape), simplify_tail(tuple(tail.steps)),
                          _ttype(fn.body).dtype)
     ty = _ttype(anchor)
     tail = _Tail(ty.shape[1], len(ty.shape))
@@ -400,9 +401,10 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
     w = anchor.args[1].data
     if anchor.op.name == "nn.dense":
         return ConvOp(name, "dense", (x.shape[0], x.shape[1], 1, 1), w.reshape(w.shape + (1, 1)),
-                      tail=tuple(tail.steps), consts=tuple(tail.consts), out_dtype=out_dtype)
+                      tail=simplify_tail(tuple(tail.steps)), consts=tuple(tail.consts),
+                      out_dtype=out_dtype)
     a = _attrs(anchor)
     from relay.op._common import pair, padding4
     return ConvOp(name, "conv2d", tuple(x.shape), w, tuple(pair(a["strides"], "strides")),
                   tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")),
-                  a["groups"], tuple(tail.steps), tuple(tail.consts), out_dtype)
+                  a["groups"], simplify_tail(tuple(tail.steps)), tuple(tail.consts), out_dtype)

@@ -177,6 +177,9 @@ class ProgramBuilder:
     def pop(self, src: str, dst: str) -> None:
         self._row(Op.POP, STAGE_IDS[src], STAGE_IDS[dst])
 
+    def __len__(self) -> int:
+        return len(self._rows)
+
     def unit_begin(self) -> None:
         self._row(Op.UNIT_BEGIN)
 

@@ -58,14 +58,18 @@ def run_conv(backend, geo: ConvGeometry, program: VtaProgram, x: np.ndarray,
 
 # ---------------------------------------------------------------------------- whole models
 
-def _cpu_segment(seg, args):
-    """Run one CPU segment (layout transforms, Relay operators)."""
+def load_cpu(model):
+    """JIT-compile the model's CPU segments (LLVM via llvmlite)."""
+    from .cpu import CpuLibrary
+    return CpuLibrary(model.segments)
+
+
+def execute(model, inputs: dict, backend="functional", *, backend_options: dict | None = None,
+            cpu=None):
+    """Run a compiled model; ``cpu`` is its :func:`load_cpu` library (made here if None).
+    Returns (outputs in order, report, images)."""
     from .cpu import run_cpu_segment
-    return run_cpu_segment(seg, args)
-
-
-def execute(model, inputs: dict, backend="functional", *, backend_options: dict | None = None):
-    """Run a compiled model. Returns (outputs in order, report, images)."""
+    cpu = load_cpu(model) if cpu is None else cpu
     from driver.backends import get_backend
 
     from .emit import run_linked
@@ -96,10 +100,15 @@ def execute(model, inputs: dict, backend="functional", *, backend_options: dict 
             else:
                 total = None
         else:
-            values[seg.output] = _cpu_segment(seg, args)
+            info = model.tensors[seg.output]
+            compiled = seg.name in cpu
+            if compiled:
+                values[seg.output] = cpu.run(seg, args, info.shape, info.dtype)
+            else:
+                values[seg.output] = run_cpu_segment(seg, args)
             rows.append({"name": seg.name, "target": "cpu", "op": seg.kind if seg.kind != "relay"
-                         else seg.function.body.op.name if hasattr(seg.function.body, "op")
-                         else "relay", "macs": seg.macs, "cycles": None})
+                         else getattr(getattr(seg.function.body, "op", None), "name", "relay"),
+                         "macs": seg.macs, "cycles": None, "interpreted": not compiled})
     macs = sum(r["macs"] for r in rows)
     vta = sum(r["macs"] for r in rows if r["target"] == "vta")
     report = {"backend": getattr(backend, "name", backend), "config": cfg.name,

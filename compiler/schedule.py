@@ -54,11 +54,19 @@ class Schedule:
 SMALLEST = Schedule()
 
 
+def skips_rows(geo: ConvGeometry) -> bool:
+    """A kernel one row high with a vertical stride and no vertical padding reads only every
+    ``sh``-th input row: the load DMA's row pitch skips the others (1x1 stride-2 layers)."""
+    pt, _, pb, _ = geo.op.padding
+    return geo.kernel[0] == 1 and geo.op.strides[0] > 1 and pt == pb == 0
+
+
 def input_window(geo: ConvGeometry, th: int, tw: int) -> tuple[int, int]:
-    """Rows and columns of input that ``th`` x ``tw`` output pixels read."""
+    """Rows and columns of input in SRAM for ``th`` x ``tw`` output pixels."""
     (sh, sw), (dh, dw) = geo.op.strides, geo.op.dilation
     kh, kw = geo.kernel
-    return (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1
+    rows = th if skips_rows(geo) else (th - 1) * sh + (kh - 1) * dh + 1
+    return rows, (tw - 1) * sw + (kw - 1) * dw + 1
 
 
 def gemm_uops(geo: ConvGeometry, s: Schedule) -> int:
@@ -145,13 +153,18 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     lat = cfg.mem_latency + 2
     inp_rows = s.tb * s.tci * ih
     inp_bytes = units * s.tb * s.tci * ih * iw * cfg.inp_elem_bytes
-    wgt_bytes = units * s.tco * s.tci * kh * kw * cfg.wgt_elem_bytes
+    wgt_loads = units
+    if chunks <= s.vt and s.vt % chunks == 0:
+        # the tiles of one output-channel tile keep their weights in SRAM (lower.py)
+        groups = tiles // (ceil_div(oh, s.th) * ceil_div(ow, s.tw))
+        wgt_loads = min(units, groups * max(s.vt, chunks))
+    wgt_bytes = wgt_loads * s.tco * s.tci * kh * kw * cfg.wgt_elem_bytes
     r = s.tb * s.tco * s.th * s.tw
     planes = 4 if op.out_dtype == "int32" else 1
     out_bytes = tiles * r * cfg.out_elem_bytes * planes
     acc_bytes = tiles * (r * cfg.batch * cfg.block_out * op.residual
                          + len(op.consts) * s.tco * cfg.acc_elem_bytes)
-    load = (inp_bytes + wgt_bytes) / cfg.bus_bytes + units * (inp_rows + s.tco) * lat
+    load = (inp_bytes + wgt_bytes) / cfg.bus_bytes + units * inp_rows * lat + wgt_loads * s.tco * lat
     store = out_bytes / cfg.bus_bytes + tiles * s.tb * s.tco * s.th * lat * planes
     gemm = geo.out_elems * geo.cbg * kh * kw + units * 8 + tiles * (r + 8)
     alu = tiles * (r * (len(op.tail) + planes - 1) + 8 * len(op.tail))

@@ -7,6 +7,7 @@ depends on a configuration except through the :class:`~isa.config.VTAConfig` pas
 
 from __future__ import annotations
 
+import functools
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
@@ -76,9 +77,12 @@ def _flag_queue(stage: str, flag: str) -> str | None:
 DEP_FLAGS = {s: {f: _flag_queue(s, f) for f in POP_FLAGS + PUSH_FLAGS} for s in STAGES}
 
 
+_QUEUE_OF = {(src, dst): name for name, src, dst in TOKEN_QUEUES}
+
+
 def queue_between(src: str, dst: str) -> str | None:
     """The token queue from stage ``src`` to stage ``dst`` (None if there is none)."""
-    return next((n for n, s, d in TOKEN_QUEUES if (s, d) == (src, dst)), None)
+    return _QUEUE_OF.get((src, dst))
 
 
 def pop_flag(src: str, dst: str) -> str:
@@ -110,19 +114,28 @@ def module_of(insn) -> str:
     return MODULE_OF[insn.opcode]
 
 
-def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
-    """Bytes of one DRAM element of ``memory_type``: the unit of ``dram_base`` (SPEC §3)."""
+@functools.lru_cache(maxsize=64)
+def _elem_bytes_table(cfg: "VTAConfig") -> dict[int, int]:
     return {MemType.UOP: cfg.uop_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
             MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.OUT: cfg.out_elem_bytes,
-            MemType.ACC_8BIT: cfg.batch * cfg.block_out}[MemType(memory_type)]
+            MemType.OUT: cfg.out_elem_bytes, MemType.ACC_8BIT: cfg.batch * cfg.block_out}
+
+
+def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
+    """Bytes of one DRAM element of ``memory_type``: the unit of ``dram_base`` (SPEC §3)."""
+    try:
+        return _elem_bytes_table(cfg)[memory_type]
+    except KeyError:
+        raise ValueError(f"{memory_type!r} is not a valid MemType") from None
 
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``).
 GEMM_LATENCY = 5
-#: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``).
-ALU_LATENCY = 3
+#: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
+#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes and write (the multiply
+#: gets a cycle of its own after the SRAM read).
+ALU_LATENCY = 4
 
-#: The functional simulator's counters that a program's instructions determine (reference §5.7).
+#: The original functional simulator's profiler counters (reference §5.7).
 FUNCTIONAL_COUNTERS = ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",
                        "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes")

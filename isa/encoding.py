@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Union
 import numpy as np
 
 from .arch import MODULE_OF, AluOp, MemType, Opcode, module_of
+from .errors import InputError
 from .layout import Layout, alu_layout, finish_layout, gemm_layout, mem_layout, uop_layout
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ __all__ = ["Opcode", "MemType", "AluOp", "IsaError", "Load", "Store", "Gemm", "A
            "encode_uop", "decode_uop", "encode_uops", "decode_uops", "MODULE_OF", "module_of"]
 
 
-class IsaError(ValueError):
+class IsaError(InputError):
     """A field value that cannot be encoded or a word that cannot be decoded.
 
     ``field`` and ``value`` name what is wrong; ``index`` is the instruction index when known.

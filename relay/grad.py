@@ -549,3 +549,37 @@ def _global_avg_pool_grad(args, out, g, attrs, types):
         raise GradientError("the nn.global_avg_pool2d gradient supports NCHW only")
     scale = const(np.asarray(1.0 / (t.shape[2] * t.shape[3]), t.dtype))
     return [op_call("broadcast_to_like", op_call("multiply", g, scale), args[0])]
+
+
+# ---------------------------------------------------------------- rules of the frontend operators
+
+
+def _swap_last(x, ndim):
+    axes = list(range(ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return op_call("transpose", x, axes=axes)
+
+
+@register_gradient("nn.matmul")
+def _matmul_grad(args, out, g, attrs, types):
+    a, b = args
+    ta, tb = types[0], types[1]
+    if ta.ndim < 2 or tb.ndim < 2:
+        raise GradientError("the nn.matmul gradient needs operands of rank >= 2")
+    return [_csl(op_call("nn.matmul", g, _swap_last(b, tb.ndim)), a),
+            _csl(op_call("nn.matmul", _swap_last(a, ta.ndim), g), b)]
+
+
+@register_gradient("strided_slice")
+def _strided_slice_grad(args, out, g, attrs, types):
+    """Unit strides only: the gradient is the output gradient padded back to the input's shape."""
+    t = types[0]
+    if attrs.get("strides") and any(s != 1 for s in attrs["strides"]):
+        raise GradientError("the strided_slice gradient needs unit strides")
+    width = [[0, 0] for _ in range(t.ndim)]
+    axes = attrs.get("axes") if attrs.get("axes") is not None else range(len(attrs["begin"]))
+    for b, e, a in zip(attrs["begin"], attrs["end"], axes):
+        a %= t.ndim
+        lo, hi, _ = slice(b, e).indices(t.shape[a])
+        width[a] = [lo, t.shape[a] - max(hi, lo)]
+    return [op_call("nn.pad", g, pad_width=width)]

@@ -1,5 +1,9 @@
 """The ``board`` backend: an FPGA reached through a host link (AXI4-Lite registers + DRAM).
 
+Links: :class:`~driver.backends.seriallink.SerialLink` for a real board over its USB serial port
+(``link="/dev/ttyUSB0"`` or ``"PORT@BAUD"``), :class:`~driver.backends.simlink.SimulatedLink`
+for the software board (``link="sim"``), or any object with the :class:`Link` methods.
+
 The register map is the hardware's, :mod:`isa.registers` (docs/hardware.md §7). The driver
 checks ``ID``, writes the image's DRAM over the link, writes ``INSN_ADDR``, ``INSN_COUNT``,
 ``DRAM_SIZE``, then ``CTRL`` = launch, and polls ``CTRL`` until ``done`` or the timeout. On an
@@ -22,6 +26,7 @@ from isa import registers as R
 from isa.encoding import IsaError, decode
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
+from isa.arch import STAGES as MODULES
 from isa.registers import COUNTERS, CSR_ID, counter_offset
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
@@ -29,7 +34,6 @@ from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunRe
 __all__ = ["Link", "BoardBackend", "ERROR_FIELDS", "MODULES", "describe_error",
            "describe_progress"]
 
-MODULES = ("load", "compute", "store")
 # The instruction field each error code points at.
 ERROR_FIELDS = {
     ErrorCode.ILLEGAL_OPCODE: "opcode", ErrorCode.ILLEGAL_MEMORY_TYPE: "memory_type",

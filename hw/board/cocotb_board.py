@@ -60,9 +60,15 @@ class SimSerialPort:
                 await self.wake.wait()
                 continue
             byte = self.outgoing.popleft()
-            for bit in [0] + [(byte >> i) & 1 for i in range(8)] + [1]:
-                rx.value = bit
-                await Timer(self.bit_ns, unit="ns")
+            bits = [0] + [(byte >> i) & 1 for i in range(8)] + [1]
+            i = 0
+            while i < 10:                      # one wait per run of equal bits
+                j = i
+                while j < 10 and bits[j] == bits[i]:
+                    j += 1
+                rx.value = bits[i]
+                await Timer((j - i) * self.bit_ns, unit="ns")
+                i = j
 
     async def receive_loop(self):
         tx = self.dut.tx

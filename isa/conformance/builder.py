@@ -34,11 +34,11 @@ from typing import Iterable
 
 import numpy as np
 
-from ..arch import FUNCTIONAL_COUNTERS, STAGES, AluOp, MemType, elem_bytes
+from ..arch import STAGES, AluOp, MemType, elem_bytes
 from ..encoding import Alu, Gemm, Load, Store, Uop, encode_uops
 from ..errors import ErrorCode
 from ..image import OutputRegion, ProgramImage
-from ..program import StreamBuilder
+from ..program import StreamBuilder, functional_counters
 
 __all__ = ["ProgramBuilder", "Region", "MODULES", "elem_bytes"]
 
@@ -56,29 +56,6 @@ class Region:
     @property
     def end(self) -> int:
         return self.addr + self.nbytes
-
-
-def functional_counters(cfg, insns) -> dict[str, int]:
-    """The functional simulator's counters (reference §5.7) that ``insns`` determine."""
-    c = dict.fromkeys(FUNCTIONAL_COUNTERS, 0)
-    for insn in insns:
-        if isinstance(insn, Load) and insn.x_size:
-            key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
-                   MemType.ACC_8BIT: "acc"}.get(insn.memory_type)
-            if key:
-                # Like the original: an ACC_8BIT load counts whole accumulator elements.
-                eb = (cfg.acc_elem_bytes if insn.memory_type == MemType.ACC_8BIT
-                      else elem_bytes(cfg, insn.memory_type))
-                c[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * eb
-        elif isinstance(insn, Store) and insn.x_size:
-            c["out_store_nbytes"] += insn.x_size * insn.y_size * cfg.out_elem_bytes
-        elif isinstance(insn, (Gemm, Alu)):
-            n = insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn)
-            if isinstance(insn, Alu):
-                c["alu_counter"] += n
-            elif not insn.reset:
-                c["gemm_counter"] += n
-    return c
 
 
 class ProgramBuilder:

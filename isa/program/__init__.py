@@ -13,14 +13,16 @@ nothing of the project; ``driver.CommandStream`` is this builder plus a live dev
 """
 
 from .builder import DEFAULT_INSN_CAPACITY, StreamBuilder, noop
-from .files import ProgramFormatError, dump_program, load_program, save_program
+from .files import ProgramFormatError, dump_program, load_program, program_bytes, save_program
 from .kernel import (KernelError, KernelRegistry, Loop, UopKernel, UopResidency, alu_kernel,
                      gemm_kernel)
 from .program import (REGION_KINDS, Launch, LinkedProgram, LinkError, Program, ProgramError,
-                      Region, auto_layout, default_align, relocate, write_launch)
+                      Region, auto_layout, default_align, functional_counters, relocate,
+                      write_launch)
 
 __all__ = ["StreamBuilder", "DEFAULT_INSN_CAPACITY", "noop", "ProgramFormatError",
-           "dump_program", "load_program", "save_program", "KernelError", "KernelRegistry",
-           "Loop", "UopKernel", "UopResidency", "alu_kernel", "gemm_kernel", "REGION_KINDS",
-           "Launch", "LinkedProgram", "LinkError", "Program", "ProgramError", "Region",
-           "auto_layout", "default_align", "relocate", "write_launch"]
+           "dump_program", "load_program", "program_bytes", "save_program", "KernelError",
+           "KernelRegistry", "Loop", "UopKernel", "UopResidency", "alu_kernel", "gemm_kernel",
+           "REGION_KINDS", "Launch", "LinkedProgram", "LinkError", "Program", "ProgramError",
+           "Region", "auto_layout", "default_align", "functional_counters", "relocate",
+           "write_launch"]

@@ -14,6 +14,7 @@ is taken back and replayed in the next launch instead of being split.
 from __future__ import annotations
 
 import functools
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Hashable
@@ -36,16 +37,31 @@ _MAX_INSNS_PER_CALL = 3
 # store, load and compute no-ops, and FINISH.
 _TAIL_INSNS = 8
 
+# The regions the builder makes for each launch.
+GENERATED_KINDS = ("uops", "instructions")
+_GENERATED_NAME = re.compile(r"(uops|insns)\.\d+")
+
 _STAGE_NAMES = {**{n: s for s, n in STAGE_NUMBERS.items()}, **{s: s for s in STAGES}}
+
+
+def with_fields(insn, **fields):
+    """``insn.replace(**fields)`` for known fields, without re-running the dataclass
+    constructor: token flags and addresses are set on every instruction of a stream."""
+    new = object.__new__(type(insn))
+    new.__dict__.update(insn.__dict__)      # frozen dataclasses keep their fields there
+    new.__dict__.update(fields)
+    return new
 
 
 def noop(stage: str) -> Instruction:
     """The token-only instruction (x_size = 0) the original runtime uses for ``stage``: a
     LOAD INP on load, a LOAD UOP on compute, a STORE (memory type UOP) on store."""
-    if stage == "store":
-        return Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)
-    mem = MemType.INP if stage == "load" else MemType.UOP
-    return Load(memory_type=mem, y_size=0, x_size=0, x_stride=0)
+    return _NOOPS[stage]
+
+
+_NOOPS = {"load": Load(memory_type=MemType.INP, y_size=0, x_size=0, x_stride=0),
+          "compute": Load(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0),
+          "store": Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0)}
 
 
 def _stage(name) -> str:
@@ -212,9 +228,18 @@ class StreamBuilder:
     # ------------------------------------------------------------------ regions
     def region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
                align: int | None = None, shape=None, dtype=None) -> Region:
-        """A new DRAM region (see :class:`Region`); names are unique."""
+        """A new DRAM region (see :class:`Region`); names are unique, and ``uops.N`` /
+        ``insns.N`` (kinds ``uops`` / ``instructions``) are the builder's own."""
         if not isinstance(name, str) or not name:
             raise ProgramError(f"a region name must be a non-empty string, got {name!r}")
+        if kind in GENERATED_KINDS or _GENERATED_NAME.fullmatch(name):
+            raise ProgramError(f"region {name!r} of kind {kind!r}: the builder makes the "
+                               f"micro-op and instruction regions of each launch itself")
+        return self._new_region(name, nbytes, kind, data=data, fill=fill, align=align,
+                                shape=shape, dtype=dtype)
+
+    def _new_region(self, name: str, nbytes: int, kind: str, *, data=None, fill: int = 0,
+                    align: int | None = None, shape=None, dtype=None) -> Region:
         if name in self.regions:
             raise ProgramError(f"duplicate region name {name!r}")
         region = Region(name, kind, int(nbytes), self.align if align is None else int(align),
@@ -226,6 +251,9 @@ class StreamBuilder:
     def parameter(self, name: str, array, *, align: int | None = None) -> Region:
         """Constant data carried by the program: the little-endian bytes of ``array``."""
         arr = np.ascontiguousarray(array)
+        if arr.dtype.kind not in "biuf":
+            raise ProgramError(f"parameter {name!r}: {arr.dtype} is not a numeric dtype "
+                               f"(DRAM holds integers and floats)")
         arr = arr.astype(arr.dtype.newbyteorder("<"))
         return self.region(name, arr.nbytes, "parameter", data=arr.view(np.uint8).reshape(-1),
                            align=align, shape=arr.shape, dtype=arr.dtype)
@@ -247,6 +275,9 @@ class StreamBuilder:
 
     def _shaped(self, name, shape, dtype, kind, align, fill) -> Region:
         shape = (shape,) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        if np.dtype(dtype).kind not in "biuf" or min(shape, default=0) < 0:
+            raise ProgramError(f"{kind} {name!r}: needs a numeric dtype and a non-negative "
+                               f"shape, got {shape} {np.dtype(dtype)}")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return self.region(name, nbytes, kind, fill=fill, align=align, shape=shape,
                            dtype=dtype)
@@ -264,7 +295,7 @@ class StreamBuilder:
             pending = self._pending[stage]
             pops = {f: True for f in POP_FLAGS if pending[f]}
             if pops:
-                insn = insn.replace(**pops)
+                insn = with_fields(insn, **pops)
                 pending.update(dict.fromkeys(POP_FLAGS, False))
             for flag, queue in DEP_FLAGS[stage].items():
                 if queue is not None and getattr(insn, flag):
@@ -284,6 +315,8 @@ class StreamBuilder:
         inside that region. Returns its index in the open launch."""
         self._check_open()
         name = None if region is None else self._region("emit", region).name
+        if name is not None and not isinstance(insn, (Load, Store)):
+            raise ProgramError(f"emit: only LOAD and STORE address a region, not {insn!r}")
         return self._append(module_of(insn), insn, name)
 
     def raw(self, word: int, stage: str = "compute") -> int:
@@ -304,7 +337,7 @@ class StreamBuilder:
             self._append(stage, noop(stage))
 
     def _tail_reserve(self) -> int:
-        return _TAIL_INSNS + sum(max(0, n) for n in self._balance.values())
+        return _TAIL_INSNS + sum([n for n in self._balance.values() if n > 0])
 
     def _fits(self, uops: int) -> bool:
         need = _MAX_INSNS_PER_CALL + 1 + self._tail_reserve()
@@ -370,10 +403,10 @@ class StreamBuilder:
         last = self._insns[-1] if self._insns else None
         if (last is not None and not isinstance(last, int) and self._stages[-1] == src
                 and not getattr(last, flag)):
-            self._insns[-1] = last.replace(**{flag: True})
+            self._insns[-1] = with_fields(last, **{flag: True})
             self._balance[_queue(src, dst)] += 1
         else:
-            self._append(src, noop(src).replace(**{flag: True}))
+            self._append(src, with_fields(noop(src), **{flag: True}))
 
     # ------------------------------------------------------------------ data movement
     def _check_transfer(self, what: str, region: Region, mem_type: int, offset: int,
@@ -455,7 +488,7 @@ class StreamBuilder:
         if loaded:
             self._append("compute", Load(memory_type=MemType.UOP, sram_base=begin,
                                          dram_base=self._stage_uops(kernel), y_size=1,
-                                         x_size=n, x_stride=n), self._uop_region_name())
+                                         x_size=n, x_stride=n), self.uops_region)
         fields = dict(uop_bgn=begin, uop_end=begin + n, **kernel.loop_fields())
         if mode == "gemm":
             insn = Gemm(reset=kernel.reset, **fields)
@@ -464,7 +497,9 @@ class StreamBuilder:
                        **fields)
         self._append("compute", insn)
 
-    def _uop_region_name(self) -> str:
+    @property
+    def uops_region(self) -> str:
+        """The name the open launch's micro-op region will have (``uops.N``)."""
         return f"uops.{len(self.launches)}"
 
     def _stage_uops(self, kernel: UopKernel) -> int:
@@ -528,9 +563,9 @@ class StreamBuilder:
         k = len(self.launches)
         uops = None
         if self._uop_chunks:
-            uops = self.region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
+            uops = self._new_region(f"uops.{k}", self._uops_used * self.cfg.uop_elem_bytes, "uops",
                                data=np.frombuffer(b"".join(self._uop_chunks), np.uint8)).name
-        insns = self.region(f"insns.{k}", 16 * len(self._insns), "instructions").name
+        insns = self._new_region(f"insns.{k}", 16 * len(self._insns), "instructions").name
         launch = Launch(k, tuple(self._insns), tuple(self._stages), tuple(self._relocs),
                         insns, uops)
         self.launches.append(launch)
@@ -545,6 +580,17 @@ class StreamBuilder:
                     self._push(*QUEUES[q])
             self._launch_start = len(self._insns)
         return launch
+
+    @property
+    def in_unit(self) -> bool:
+        return self._log is not None
+
+    def seal(self) -> Launch:
+        """Seal the open launch now, even if it is empty (its epilogue and FINISH alone)."""
+        self._check_open()
+        if self._log is not None:
+            raise ProgramError("seal() inside a unit: a unit stays in one launch")
+        return self._seal()
 
     def flush(self) -> Launch | None:
         """Seal the open launch now (like ``CommandStream.synchronize()`` without running);

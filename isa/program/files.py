@@ -13,10 +13,10 @@ import numpy as np
 from ..arch import STAGES
 from ..asm import format_insn
 from ..config import ConfigError, VTAConfig
-from ..encoding import IsaError, decode, encode
-from .program import Launch, Program, ProgramError, Region
+from ..encoding import IsaError, decode
+from .program import Launch, Program, ProgramError, Region, encode_words
 
-__all__ = ["ProgramFormatError", "save_program", "load_program", "dump_program",
+__all__ = ["ProgramFormatError", "save_program", "load_program", "program_bytes", "dump_program",
            "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "vta-program"
@@ -49,8 +49,7 @@ def _to_arrays(program: Program) -> dict[str, np.ndarray]:
     launches = []
     for launch in program.launches:
         k = launch.index
-        words = b"".join((w if isinstance(w, int) else encode(w, cfg)).to_bytes(16, "little")
-                         for w in launch.instructions)
+        words = encode_words(launch.instructions, cfg)
         arrays[f"launch{k}_words"] = np.frombuffer(words, np.uint8)
         arrays[f"launch{k}_stages"] = np.array([STAGES.index(s) for s in launch.stages],
                                                np.uint8)
@@ -66,6 +65,13 @@ def _to_arrays(program: Program) -> dict[str, np.ndarray]:
     meta["sha256"] = _digest(meta, arrays)
     arrays["meta"] = np.str_(json.dumps(meta))
     return arrays
+
+
+def program_bytes(program: Program) -> bytes:
+    """The file :func:`save_program` writes, as bytes (:func:`load_program` reads them)."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **_to_arrays(program))
+    return buf.getvalue()
 
 
 def save_program(path: "str | Path", program: Program) -> None:
@@ -110,7 +116,10 @@ def load_program(source: "str | Path | bytes") -> Program:
                                  "SHA-256 checksum")
     try:
         return _from_meta(meta, arrays)
-    except (KeyError, TypeError, ValueError, IndexError, ConfigError, IsaError) as exc:
+    except ProgramError as exc:
+        raise ProgramFormatError(f"invalid program file: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ConfigError,
+            IsaError) as exc:
         raise ProgramFormatError(f"invalid program file: {type(exc).__name__}: {exc}") from None
 
 
@@ -129,22 +138,26 @@ def _from_meta(meta: dict, arrays: dict[str, np.ndarray]) -> Program:
         count = int(entry["count"])
         if words.size != 16 * count or stages.size != count or raw.size != count:
             raise ValueError(f"launch {k}: {count} instructions but {words.size} bytes")
-        insns = []
+        insns, decoded = [], {}
         for i in range(count):
             word = int.from_bytes(words[16 * i:16 * i + 16].tobytes(), "little")
-            insns.append(word if raw[i] else decode(word, cfg))
+            if not raw[i] and word not in decoded:
+                decoded[word] = decode(word, cfg)
+            insns.append(word if raw[i] else decoded[word])
         relocs = tuple((int(i), regions[int(r)].name) for i, r in arrays[f"launch{k}_relocs"])
         launches.append(Launch(k, tuple(insns), tuple(STAGES[s] for s in stages), relocs,
                                entry["insns"], entry["uops"]))
     return Program(cfg, meta["name"], tuple(regions), tuple(launches))
 
 
-def dump_program(program: Program) -> str:
-    """Regions, then each launch's instructions in ``vta asm`` syntax; a relocated address
-    reads ``dram_base=REGION+OFFSET`` (in elements of the instruction's memory type)."""
+def dump_program(program: Program, *, instructions: bool = True) -> str:
+    """Regions, then each launch's instructions in ``vta asm`` syntax (only its size without
+    ``instructions``); a relocated address reads ``dram_base=REGION+OFFSET`` (in elements of
+    the instruction's memory type)."""
     cfg = program.config
     lines = [f"program {program.name!r} for configuration {cfg.name!r}: "
              f"{len(program.launches)} launch(es), {program.instruction_count} instructions",
+             "counters: " + ", ".join(f"{k} {v}" for k, v in program.counters().items()),
              "", f"{'region':<24} {'kind':<12} {'bytes':>10} {'align':>6}  shape/dtype"]
     for r in program.regions:
         what = "" if r.shape is None else f"{list(r.shape)} {r.dtype}"
@@ -153,6 +166,8 @@ def dump_program(program: Program) -> str:
     for launch in program.launches:
         lines += ["", f"launch {launch.index}: {len(launch)} instructions in {launch.insns}"
                   + (f", micro-ops in {launch.uops}" if launch.uops else "")]
+        if not instructions:
+            continue
         relocs = dict(launch.relocs)
         for i, (insn, stage) in enumerate(zip(launch.instructions, launch.stages)):
             if isinstance(insn, int):

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Mapping
 
 import numpy as np
 
-from ..arch import MemType, Opcode, elem_bytes, module_of
+from ..arch import FUNCTIONAL_COUNTERS, MemType, Opcode, elem_bytes
 from ..config import VTAConfig
-from ..encoding import Instruction, IsaError, encode
+from ..encoding import Alu, Gemm, IsaError, Load, Store, encode
 from ..image import OutputRegion, ProgramImage
+from ..layout import mem_layout
 
 __all__ = ["ProgramError", "LinkError", "Region", "Launch", "Program", "LinkedProgram",
            "REGION_KINDS", "DATA_KINDS", "default_align", "auto_layout", "relocate",
+           "relocate_list", "functional_counters",
            "write_launch"]
 
 #: Kinds of DRAM regions. ``uops`` and ``instructions`` are generated, one of each per launch.
@@ -94,8 +97,9 @@ class Launch:
         return len(self.instructions)
 
     def regions_used(self) -> tuple[str, ...]:
-        """Data regions its LOADs and STOREs address, in first-use order."""
-        return tuple(dict.fromkeys(r for _, r in self.relocs))
+        """Data regions its LOADs and STOREs address (its micro-op region aside), in first-use
+        order."""
+        return tuple(dict.fromkeys(r for _, r in self.relocs if r != self.uops))
 
     def stores(self) -> tuple[str, ...]:
         """Regions its STOREs write."""
@@ -103,37 +107,76 @@ class Launch:
                                    if self.instructions[i].opcode == Opcode.STORE))
 
 
+def relocate_list(insns, relocs, layout: Mapping[str, int], cfg: VTAConfig,
+                  where: str = "") -> list:
+    """``insns`` with the ``dram_base`` of every relocated instruction made absolute."""
+    insns = list(insns)
+    for i, name in relocs:
+        insn = insns[i]
+        eb = elem_bytes(cfg, insn.memory_type)
+        addr = layout[name]
+        if addr % eb:
+            raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
+                            f"{MemType(insn.memory_type).name} element that instruction {i}"
+                            f"{where} reads it as")
+        new = object.__new__(type(insn))   # insn.replace() without re-running the constructor
+        new.__dict__.update(insn.__dict__, dram_base=addr // eb + insn.dram_base)
+        insns[i] = new
+    return insns
+
+
 def relocate(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> list:
     """The launch's instructions with every relocated ``dram_base`` made absolute."""
-    insns = list(launch.instructions)
+    return relocate_list(launch.instructions, launch.relocs, layout, cfg,
+                         f" of launch {launch.index}")
+
+
+def encode_words(insns, cfg: VTAConfig, where: str = "") -> bytes:
+    """Instructions (or raw words) as 16-byte little-endian words. Streams repeat the same
+    instructions (no-ops, a kernel's GEMM per tile), so each distinct one is encoded once."""
+    cache: dict = {}
+    words = []
+    for i, insn in enumerate(insns):
+        word = cache.get(insn)
+        if word is None:
+            try:
+                value = insn if isinstance(insn, int) else encode(insn, cfg)
+            except IsaError as exc:
+                raise LinkError(f"{where}{exc.at(i)}") from None
+            word = cache[insn] = int(value).to_bytes(16, "little")
+        words.append(word)
+    return b"".join(words)
+
+
+def _encode_linked(launch: Launch, layout: Mapping[str, int], cfg: VTAConfig) -> bytes:
+    """The launch's words with relocated addresses: each distinct unrelocated instruction is
+    encoded once and its ``dram_base`` field patched per use (the field of ``mem_layout``)."""
+    field = mem_layout()["dram_base"]
+    clear = ~(field.mask << field.offset)
+    words = bytearray(encode_words(launch.instructions, cfg, f"launch {launch.index}: "))
     for i, name in launch.relocs:
-        insn = insns[i]
+        insn = launch.instructions[i]
         eb = elem_bytes(cfg, insn.memory_type)
         addr = layout[name]
         if addr % eb:
             raise LinkError(f"region {name!r} at 0x{addr:x} is not aligned to the {eb}-byte "
                             f"{MemType(insn.memory_type).name} element that instruction {i} "
                             f"of launch {launch.index} reads it as")
-        insns[i] = insn.replace(dram_base=addr // eb + insn.dram_base)
-    return insns
-
-
-def _encode(launch: Launch, insns: list, cfg: VTAConfig) -> bytes:
-    words = []
-    for i, insn in enumerate(insns):
-        try:
-            word = insn if isinstance(insn, int) else encode(insn, cfg)
-        except IsaError as exc:
-            raise LinkError(f"launch {launch.index}: {exc.at(i)}") from None
-        words.append(int(word).to_bytes(16, "little"))
-    return b"".join(words)
+        base = addr // eb + insn.dram_base
+        if not 0 <= base <= field.mask:
+            raise LinkError(f"launch {launch.index}: instruction {i}: dram_base = {base} "
+                            f"(region {name!r} at 0x{addr:x}) does not fit in "
+                            f"{field.width} bits")
+        word = int.from_bytes(words[16 * i:16 * i + 16], "little") & clear
+        words[16 * i:16 * i + 16] = (word | (base << field.offset)).to_bytes(16, "little")
+    return bytes(words)
 
 
 def write_launch(dram: np.ndarray, launch: Launch, regions: Mapping[str, Region],
                  layout: Mapping[str, int], cfg: VTAConfig) -> int:
     """Write the launch's instructions (relocated) and micro-ops into ``dram`` at their
     layout addresses; returns the byte address of the first instruction."""
-    code = np.frombuffer(_encode(launch, relocate(launch, layout, cfg), cfg), np.uint8)
+    code = np.frombuffer(_encode_linked(launch, layout, cfg), np.uint8)
     targets = [(launch.insns, code)]
     if launch.uops is not None:
         targets.append((launch.uops, regions[launch.uops].data))
@@ -144,6 +187,30 @@ def write_launch(dram: np.ndarray, launch: Launch, regions: Mapping[str, Region]
                             f"DRAM ({dram.size} bytes)")
         dram[addr:addr + data.size] = data
     return layout[launch.insns]
+
+
+def functional_counters(cfg: VTAConfig, insns) -> dict[str, int]:
+    """What the original functional simulator's profiler counters (reference §5.7) read after
+    ``insns`` run (raw words excluded)."""
+    c = dict.fromkeys(FUNCTIONAL_COUNTERS, 0)
+    for insn in insns:
+        if isinstance(insn, Load) and insn.x_size:
+            key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
+                   MemType.ACC_8BIT: "acc"}.get(insn.memory_type)
+            if key:
+                # Like the original: an ACC_8BIT load counts whole accumulator elements.
+                eb = (cfg.acc_elem_bytes if insn.memory_type == MemType.ACC_8BIT
+                      else elem_bytes(cfg, insn.memory_type))
+                c[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * eb
+        elif isinstance(insn, Store) and insn.x_size:
+            c["out_store_nbytes"] += insn.x_size * insn.y_size * cfg.out_elem_bytes
+        elif isinstance(insn, (Gemm, Alu)):
+            n = insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn)
+            if isinstance(insn, Alu):
+                c["alu_counter"] += n
+            elif not insn.reset:
+                c["gemm_counter"] += n
+    return c
 
 
 def _round_up(value: int, align: int) -> int:
@@ -168,14 +235,21 @@ class Program:
             raise ProgramError(f"program {self.name!r}: duplicate region names")
         by_name = {r.name: r for r in self.regions}
         object.__setattr__(self, "_by_name", by_name)
+        align = {r.name: r.align for r in self.regions}
         for launch in self.launches:
             for i, name in launch.relocs:
                 if name not in by_name:
                     raise ProgramError(f"launch {launch.index} instruction {i} addresses "
                                        f"region {name!r}, which the program does not have")
+                insn = launch.instructions[i]
+                if isinstance(insn, int) or insn.opcode not in (Opcode.LOAD, Opcode.STORE):
+                    raise ProgramError(f"launch {launch.index} instruction {i}: only LOAD and "
+                                       f"STORE instructions address regions")
+                align[name] = math.lcm(align[name], elem_bytes(self.config, insn.memory_type))
             for name in (launch.insns, launch.uops):
                 if name is not None and name not in by_name:
                     raise ProgramError(f"launch {launch.index} needs region {name!r}")
+        object.__setattr__(self, "_align", align)
 
     def region(self, name: str) -> Region:
         try:
@@ -187,16 +261,19 @@ class Program:
     def instruction_count(self) -> int:
         return sum(len(launch) for launch in self.launches)
 
+    def counters(self) -> dict[str, int]:
+        """What the functional simulator's profiler counters will read after every launch
+        (bytes loaded per memory type, bytes stored, GEMM and ALU micro-op executions):
+        ``gemm_counter`` x ``config.macs_per_cycle`` is the program's multiply-accumulates."""
+        return functional_counters(self.config, [i for launch in self.launches
+                                                 for i in launch.instructions
+                                                 if not isinstance(i, int)])
+
     def alignment(self, name: str) -> int:
         """What a layout must honour for region ``name``: its ``align`` and the element size
         of every memory type an instruction addresses it as."""
-        align = self.region(name).align
-        for launch in self.launches:
-            for i, r in launch.relocs:
-                if r == name:
-                    align = math.lcm(align, elem_bytes(self.config,
-                                                       launch.instructions[i].memory_type))
-        return align
+        self.region(name)
+        return self._align[name]
 
     # ------------------------------------------------------------------ linking
     def layout(self, fixed: Mapping[str, int] | None = None) -> tuple[dict[str, int], int]:
@@ -262,7 +339,7 @@ class Program:
         starts = tuple(write_launch(dram, launch, self._by_name, addrs, self.config)
                        for launch in self.launches)
         dram.setflags(write=False)
-        return LinkedProgram(self, addrs, size, dram, starts)
+        return LinkedProgram(self, MappingProxyType(addrs), size, dram, starts)
 
     def _input_bytes(self, region: Region, value) -> np.ndarray:
         if region.kind != "input":
@@ -284,10 +361,16 @@ class Program:
         from .files import save_program
         save_program(path, self)
 
-    def dump(self) -> str:
-        """The program as text: regions, then every launch in ``vta asm`` syntax."""
+    def to_bytes(self) -> bytes:
+        """The saved file as bytes (``load_program(data)`` reads them back)."""
+        from .files import program_bytes
+        return program_bytes(self)
+
+    def dump(self, *, instructions: bool = True) -> str:
+        """The program as text: regions, then every launch in ``vta asm`` syntax (without
+        ``instructions``: only each launch's size)."""
         from .files import dump_program
-        return dump_program(self)
+        return dump_program(self, instructions=instructions)
 
 
 @dataclass(frozen=True)
@@ -296,7 +379,7 @@ class LinkedProgram:
     every launch's instructions and micro-ops; :meth:`image` gives launch k's image."""
 
     program: Program
-    layout: dict
+    layout: Mapping[str, int]       # read-only
     dram_bytes: int
     dram: np.ndarray = field(repr=False)
     starts: tuple[int, ...]

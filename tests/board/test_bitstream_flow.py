@@ -8,7 +8,7 @@ import pytest
 from bitstreams.boards import get_board
 from bitstreams.errors import FitError, UsageError
 from bitstreams.estimate import check_fit, config_estimate, dp16kd_blocks, synthesis_estimate
-from bitstreams.report import make_report, summary_text
+from bitstreams.report import make_report, markdown_table, summary_text
 from hw.board.ulx3s import Ulx3sTop
 from isa.config import load_config
 from vta.cli import main
@@ -55,6 +55,9 @@ def test_report_from_nextpnr_and_its_summary():
     json.dumps(r)
     text = summary_text(r)
     assert "LUT4" in text and "71.50" in text and "seed 3" in text
+    row = markdown_table([r]).splitlines()[-1]
+    assert row == ("| `ecp5-small` | 1 × 4 × 4 | 1000 / 83640 | 500 / 83640 | 20 / 208 | "
+                   "30 / 156 | 71.5 (60) | met |")
 
 
 def test_cli_refusals(capsys, tmp_path):

@@ -3,7 +3,7 @@ serial line (Verilator + cocotb), driven by the driver's own host code: ``BoardB
 ``SerialLink``, the code that runs a real board. Results equal the functional simulator's (and
 the original VTA simulator's DRAM for the conformance vectors).
 
-The default run takes three conformance vectors and a rejected program; VTA_BOARD_SIM_ALL=1
+The default run takes two conformance vectors and a rejected program; VTA_BOARD_SIM_ALL=1
 runs every small conformance vector.
 """
 
@@ -19,8 +19,7 @@ from sim.functional import run_image
 
 from ..hw.conftest import VECTORS, require_verilator
 
-DEFAULT = ("small-pub-conv3x3-pad1-relu", "small-pub-alu-imm-extremes",
-           "small-pub-acc8bit-load-pad")
+DEFAULT = ("small-pub-conv3x3-pad1-relu", "small-pub-alu-imm-extremes")
 
 
 def _vectors():

@@ -144,3 +144,22 @@ def test_packing_before_after():
     planes = np.stack([((y.astype(np.int64) >> (8 * k)) & 0xFF).astype(np.uint8).view(np.int8)
                        for k in range(4)])
     np.testing.assert_array_equal(planes_to_int32(planes), y)
+
+
+def test_simplify_tail_before_after():
+    from compiler.operators import TailOp as T, simplify_tail
+    before = (T("ADD", const=0), T("ADD", imm=0), T("SHR", imm=9), T("MAX", imm=0),
+              T("MAX", imm=-128), T("MIN", imm=127), T("MUL", imm=1), T("MIN", imm=100))
+    after = (T("ADD", const=0), T("SHR", imm=9), T("MAX", imm=0), T("MIN", imm=100))
+    assert simplify_tail(before) == after
+    rng = np.random.default_rng(0)
+    y = rng.integers(-2 ** 31, 2 ** 31, 1000).astype(np.int64)
+
+    def run(steps):
+        v = y.copy()
+        for t in steps:
+            b = 5 if t.const is not None else t.imm
+            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+                 "MIN": lambda: np.minimum(v, b), "MUL": lambda: v * b}[t.alu]()
+        return v
+    np.testing.assert_array_equal(run(before), run(after))
