@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 
 __all__ = ["register", "main", "DEFAULT_CACHE"]
@@ -72,15 +71,10 @@ def main(args) -> int:
                                progress=not args.no_progress,
                                log=lambda m: print(m, file=sys.stderr))
         out = write_results(result, args.out, plots=not args.no_plots)
-    except RunnerError as exc:
-        return fail(2, str(exc))
-    except (SweepError, SynthesisError) as exc:
-        return fail(1, str(exc))
+    except (RunnerError, SweepError, SynthesisError) as exc:
+        return fail(exc.exit_code, str(exc))
     except OSError as exc:
         return fail(2, f"cannot write {args.out} or the cache: {exc}")
-    except Exception:  # noqa: BLE001 - a bug: show it, exit 3
-        traceback.print_exc()
-        return fail(3, "internal error (a bug; please report it)")
     real = sum(r["resources_from"] == "yosys" for r in result.rows)
     print(f"{len(result.rows)} points ({real} synthesised), {len(result.frontier)} on the "
           f"frontier, {len(result.rejected)} rejected, {len(result.failed)} failed -> {out}")

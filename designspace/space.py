@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isa.config import ConfigError, VTAConfig, load_config
+from isa.errors import InputError
 
 from .devices import DEVICES
 from .workloads import WORKLOADS
@@ -51,7 +52,7 @@ __all__ = ["Space", "SpaceError", "load_space", "parse_space", "Expansion", "exp
            "point_config", "point_name", "complete_point", "validate", "CONFIG_KEYS"]
 
 
-class SpaceError(ValueError):
+class SpaceError(InputError):
     """A space file that cannot be used; the message names the entry and what is wrong."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from isa.config import VTAConfig
+from isa.errors import RejectedError
 
 from .cache import Cache, source_digest, task_key
 from .devices import DEVICES, RESOURCES, get_device
@@ -50,7 +51,7 @@ _VERILOG_SOURCES = ("hw", "isa/__init__.py", "isa/config.py", "isa/layout.py", "
 _OBJECTIVES = {"minimize": ("LUT4", "DP16KD", "MULT18X18D"), "maximize": ("throughput_gmacs",)}
 
 
-class SweepError(RuntimeError):
+class SweepError(RejectedError):
     """A sweep that cannot go on (no calibration and no synthesis allowed, a failed tool)."""
 
 
@@ -110,14 +111,15 @@ def _verilog_desc(point: dict) -> dict:
 def _synth_desc(point: dict, verilog: str) -> dict:
     """A synthesis is keyed by the Verilog itself (``verilog``: its SHA-256), the tools and
     the script: a refactoring of hw/ that leaves the Verilog alone keeps it cached."""
-    from .synth import tool_versions
+    from .synth import YOSYS_SCRIPT, tool_versions
     return {"kind": "synth", "point": _hw_point(point), "verilog": verilog,
-            "tools": tool_versions(), "script": source_digest("designspace/synth.py")}
+            "tools": tool_versions(), "script": YOSYS_SCRIPT}
 
 
 def _pnr_desc(point: dict, verilog: str, device: str, target_mhz: int) -> dict:
+    from .synth import NEXTPNR_OPTIONS
     return {**_synth_desc(point, verilog), "kind": "pnr", "device": device,
-            "target_mhz": target_mhz}
+            "target_mhz": target_mhz, "options": list(NEXTPNR_OPTIONS), "seed": 1}
 
 
 # ---------------------------------------------------------------------------- calibration
@@ -357,8 +359,7 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
             p = points[i]
             sha = synth[_hw_key(p)]["verilog"]
             d = _pnr_desc(p, sha, dev, p["TARGET_MHZ"])
-            jobs.append((d, (p, str(cache.workdir(task_key(_synth_desc(p, sha)))), dev,
-                             p["TARGET_MHZ"])))
+            jobs.append((d, (p, str(cache.workdir(sha)), dev, p["TARGET_MHZ"])))
         got = _stage(space, runner, cache, pnr_task, jobs, "place and route", progress,
                      result.counts)
         for d, args in jobs:
@@ -400,7 +401,7 @@ def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
             out[_hw_key(p)] = {"error": f"Verilog: {v.get('error')}"}
             continue
         d = _synth_desc(p, v["sha256"])
-        jobs.append((d, (p, str(cache.workdir(task_key(d))))))
+        jobs.append((d, (p, str(cache.workdir(v["sha256"])))))     # one folder per Verilog
     if not run:
         for d, (p, _) in jobs:
             hit = cache.get(d)
