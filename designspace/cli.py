@@ -52,6 +52,9 @@ def main(args) -> int:
         print(f"vta sweep: error: {msg}", file=sys.stderr)
         return code
 
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return fail(2, f"--out {args.out} is a file; give a folder (it is replaced as a whole)")
     if args.jobs is not None and args.jobs < 1:
         return fail(2, f"--jobs must be at least 1, got {args.jobs}")
     try:
