@@ -25,10 +25,15 @@ def collect(cache: Cache) -> list[dict]:
             pnr[task_key(desc["point"])] = {"fmax_mhz": result["fmax_mhz"],
                                             "device": desc["device"],
                                             "pnr_seconds": result["seconds"]}
+    from .space import CONFIG_KEYS
+    from .sweep import HW_NEUTRAL_KEYS
+    keys = set(CONFIG_KEYS) - set(HW_NEUTRAL_KEYS)
     runs = []
     for desc, result in cache.entries("synth"):
         if "cells" not in result or "verilog" not in desc:
             continue        # keyed before synthesis was keyed by the Verilog: unknown RTL
+        if set(desc["point"]) != keys:
+            continue        # a configuration of an older schema, hence an older RTL
         run = {"point": desc["point"], "resources": resources(result["cells"]),
                "cells": result["cells"], "synth_seconds": result["seconds"],
                "tools": desc["tools"], **pnr.get(task_key(desc["point"]), {})}
