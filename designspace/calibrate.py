@@ -1,4 +1,4 @@
-"""Refresh ``designspace/calibration.json`` from the real syntheses in a sweep cache.
+"""Rewrite ``designspace/calibration.json`` from the real syntheses in a sweep cache.
 
     python -m designspace.calibrate [--cache build/designspace-cache]
 
@@ -13,7 +13,7 @@ import json
 import sys
 
 from .cache import Cache, task_key
-from .sweep import CALIBRATION, load_calibration
+from .sweep import CALIBRATION
 from .synth import resources
 
 
@@ -25,10 +25,15 @@ def collect(cache: Cache) -> list[dict]:
             pnr[task_key(desc["point"])] = {"fmax_mhz": result["fmax_mhz"],
                                             "device": desc["device"],
                                             "pnr_seconds": result["seconds"]}
+    from .space import CONFIG_KEYS
+    from .sweep import HW_NEUTRAL_KEYS
+    keys = set(CONFIG_KEYS) - set(HW_NEUTRAL_KEYS)
     runs = []
     for desc, result in cache.entries("synth"):
-        if "cells" not in result:
-            continue
+        if "cells" not in result or "verilog" not in desc:
+            continue        # keyed before synthesis was keyed by the Verilog: unknown RTL
+        if set(desc["point"]) != keys:
+            continue        # a configuration of an older schema, hence an older RTL
         run = {"point": desc["point"], "resources": resources(result["cells"]),
                "cells": result["cells"], "synth_seconds": result["seconds"],
                "tools": desc["tools"], **pnr.get(task_key(desc["point"]), {})}
@@ -41,8 +46,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default="build/designspace-cache")
     ap.add_argument("--out", default=str(CALIBRATION))
     args = ap.parse_args(argv)
-    runs = {task_key(r["point"]): r for r in load_calibration()}
-    runs.update({task_key(r["point"]): r for r in collect(Cache(args.cache))})
+    runs = {task_key(r["point"]): r for r in collect(Cache(args.cache))}
+    if not runs:
+        print(f"no synthesis in {args.cache}: {args.out} left as it is", file=sys.stderr)
+        return 1
     text = json.dumps({"about": "Real syntheses of the VTA core (Yosys synth_ecp5; Fmax from "
                                 "nextpnr-ecp5 out of context) that calibrate the screening "
                                 "model; refreshed by python -m designspace.calibrate.",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 
 __all__ = ["register", "main", "DEFAULT_CACHE"]
@@ -32,9 +31,10 @@ def register(subparsers) -> None:
                    help="run the tasks on the Dask cluster of this scheduler")
     p.add_argument("--dask", action="store_true",
                    help="run the tasks on a local Dask cluster (LocalCluster)")
-    p.add_argument("--synthesis", choices=("real", "model"), default="real",
+    p.add_argument("--synthesis", choices=("real", "cached", "model"), default="real",
                    help="real: Yosys/nextpnr for what the model cannot rule out (default); "
-                        "model: the screening model only, no FPGA tools")
+                        "cached: no FPGA tools, the cache's real results and the model for "
+                        "the rest; model: the screening model only")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     p.set_defaults(func=main)
@@ -52,6 +52,9 @@ def main(args) -> int:
         print(f"vta sweep: error: {msg}", file=sys.stderr)
         return code
 
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return fail(2, f"--out {args.out} is a file; give a folder (it is replaced as a whole)")
     if args.jobs is not None and args.jobs < 1:
         return fail(2, f"--jobs must be at least 1, got {args.jobs}")
     try:
@@ -71,16 +74,12 @@ def main(args) -> int:
                                progress=not args.no_progress,
                                log=lambda m: print(m, file=sys.stderr))
         out = write_results(result, args.out, plots=not args.no_plots)
-    except RunnerError as exc:
-        return fail(2, str(exc))
-    except (SweepError, SynthesisError) as exc:
-        return fail(1, str(exc))
+    except (RunnerError, SweepError, SynthesisError) as exc:
+        return fail(exc.exit_code, str(exc))
     except OSError as exc:
         return fail(2, f"cannot write {args.out} or the cache: {exc}")
-    except Exception:  # noqa: BLE001 - a bug: show it, exit 3
-        traceback.print_exc()
-        return fail(3, "internal error (a bug; please report it)")
     real = sum(r["resources_from"] == "yosys" for r in result.rows)
     print(f"{len(result.rows)} points ({real} synthesised), {len(result.frontier)} on the "
           f"frontier, {len(result.rejected)} rejected, {len(result.failed)} failed -> {out}")
-    return 1 if result.failed and not result.rows else 0
+    # Nothing measured at all (every workload failed everywhere): the space was rejected.
+    return 1 if result.failed and not any(r["throughput_gmacs"] for r in result.rows) else 0

@@ -11,7 +11,7 @@ real syntheses, with its error against them.
 * **Fmax** is linear in log2 of the multiply-accumulates, fitted on nextpnr runs.
 
 :meth:`ScreeningModel.errors` reports the leave-one-out relative error on the calibration
-runs: each run predicted by a model fitted on the others. The sweep synthesises for real what
+runs: each run predicted by a model fitted on the runs of the other GEMM shapes. The sweep synthesises for real what
 this model cannot rule out with that error as a margin.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from isa.config import VTAConfig
 
-__all__ = ["ScreeningModel", "Sample", "memories", "dp16kd_count", "features"]
+__all__ = ["ScreeningModel", "Sample", "memories", "dp16kd_count", "features", "shape_of"]
 
 # Block RAM aspect ratios (depth, width); (512, 36) is the simple dual-port PDPW16KD.
 _SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
@@ -74,6 +74,11 @@ def features(cfg: VTAConfig) -> dict:
     return {"one": 1.0, "macs": float(cfg.macs_per_cycle), "lanes": float(cfg.batch * cfg.block_out),
             "bus": float(cfg.bus_width), "log2_macs": float(math.log2(cfg.macs_per_cycle)),
             "brams": float(dp16kd_count(cfg))}
+
+
+def shape_of(cfg: VTAConfig) -> tuple:
+    """What the linear part of the model sees of a configuration (besides buffer sizes)."""
+    return (cfg.log_batch, cfg.log_block_in, cfg.log_block_out, cfg.log_bus_width)
 
 
 @dataclass(frozen=True)
@@ -134,13 +139,15 @@ class ScreeningModel:
 
     def errors(self) -> dict:
         """Leave-one-out relative error per quantity: ``{key: {"mean": e, "max": e, "n": n}}``
-        (the fraction of the measured value; None where fewer than two runs exist)."""
+        (the fraction of the measured value; None where no run can be predicted). A run is
+        predicted by the model fitted on the runs of OTHER GEMM shapes and bus widths: runs
+        that differ only in buffer sizes would otherwise vouch for each other."""
         keys = ("LUT4", "FF", "DP16KD", "MULT18X18D", "fmax_mhz")
         errs = {k: [] for k in keys}
-        for i, s in enumerate(self.samples):
-            rest = self.samples[:i] + self.samples[i + 1:]
+        for s in self.samples:
+            rest = [t for t in self.samples if shape_of(t.config) != shape_of(s.config)]
             if not rest:
-                break
+                continue
             pred = ScreeningModel(rest).predict(s.config)
             for k in keys:
                 real = s.fmax_mhz if k == "fmax_mhz" else s.resources[k]

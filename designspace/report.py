@@ -99,7 +99,8 @@ def _markdown(result: SweepResult) -> str:
     out += ["", "![throughput vs LUT4](throughput_vs_lut.png)", "",
             "## Screening model", "",
             f"Calibrated on {result.calibration_runs} real syntheses; leave-one-out relative "
-            f"error (each run predicted by the model fitted on the others), and the margin the "
+            f"error (each run predicted by the model fitted on the runs of the other GEMM "
+            f"shapes), and the margin the "
             f"screening used ({result.margin:.0%}):", "",
             "| quantity | mean error | max error | runs |", "|---|---|---|---|"]
     for k, e in result.model_errors.items():
@@ -161,12 +162,18 @@ def _plot(rows: list[dict], x: str, y: str, maximize: bool, path: Path, title: s
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for src, marker in (("yosys", "o"), ("model", "x")):
-        pts = [r for r in rows if r["resources_from"] == src and r.get(y) is not None]
+    fits = [r for r in rows if r.get("fits_any")]
+    for label, pts, marker in (
+            ("resources from Yosys", [r for r in fits if r["resources_from"] == "yosys"], "o"),
+            ("resources from the model", [r for r in fits if r["resources_from"] == "model"],
+             "x"),
+            ("fits no target device", [r for r in rows if not r.get("fits_any")], "s")):
+        pts = [r for r in pts if r.get(y) is not None]
         if pts:
-            ax.scatter([r[x] for r in pts], [r[y] for r in pts], marker=marker,
-                       label=f"resources from {src}", alpha=0.8)
-    usable = [r for r in rows if r.get(y) is not None]
+            ax.scatter([r[x] for r in pts], [r[y] for r in pts], marker=marker, label=label,
+                       alpha=0.8, **({"facecolors": "none", "edgecolors": "grey"}
+                                     if marker == "s" else {}))
+    usable = [r for r in fits if r.get(y) is not None]
     idx = pareto_front(usable, minimize=(x,) + (() if maximize else (y,)),
                        maximize=(y,) if maximize else ())
     front = sorted((usable[i] for i in idx), key=lambda r: r[x])
@@ -174,7 +181,7 @@ def _plot(rows: list[dict], x: str, y: str, maximize: bool, path: Path, title: s
         ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="tab:red",
                 label="Pareto frontier")
         for r in front:
-            ax.annotate(r["name"].split("-")[0], (r[x], r[y]), fontsize=7,
+            ax.annotate(r["name"].split("-u")[0], (r[x], r[y]), fontsize=7,
                         textcoords="offset points", xytext=(3, 3))
     ax.set_xlabel(x)
     ax.set_ylabel({"throughput_gmacs": "throughput (GMAC/s)",
@@ -204,7 +211,8 @@ def write_results(result: SweepResult, out: "str | Path", *, plots: bool = True)
         if plots and rows:
             lat = [dict(r, latency_us=(sum(r[f"latency_us_{w}"] for w in space.workloads)
                                        if all(r[f"latency_us_{w}"] is not None
-                                              for w in space.workloads) else None))
+                                              for w in space.workloads) else None),
+                        fits_any=any(r[f"fits_{d}"] for d in space.devices))
                    for r in rows]
             for fname, x, y, maximize in PLOTS:
                 _plot(lat, x, y, maximize, tmp / fname,

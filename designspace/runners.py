@@ -11,10 +11,12 @@ import concurrent.futures as cf
 import os
 from typing import Callable, Iterator, Sequence
 
+from isa.errors import Unavailable
+
 __all__ = ["Runner", "LocalRunner", "DaskRunner", "make_runner", "RunnerError"]
 
 
-class RunnerError(RuntimeError):
+class RunnerError(Unavailable):
     """A runner that cannot start (e.g. Dask missing or its scheduler unreachable)."""
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from isa.config import ConfigError, VTAConfig, load_config
+from isa.errors import InputError
 
 from .devices import DEVICES
 from .workloads import WORKLOADS
@@ -51,7 +52,7 @@ __all__ = ["Space", "SpaceError", "load_space", "parse_space", "Expansion", "exp
            "point_config", "point_name", "complete_point", "validate", "CONFIG_KEYS"]
 
 
-class SpaceError(ValueError):
+class SpaceError(InputError):
     """A space file that cannot be used; the message names the entry and what is wrong."""
 
 
@@ -367,11 +368,12 @@ def point_config(point: dict) -> VTAConfig:
 
 
 def point_name(point: dict) -> str:
-    """A short readable name: ``b0i2o2-u10i11w12a13-bus64``."""
+    """A short readable name: ``b0i2o2-u10i11w12a13-bus64-lat4`` (log2 of BATCH, BLOCK_IN,
+    BLOCK_OUT; of the buffer sizes; the bus width; the memory latency)."""
     return (f"b{point['LOG_BATCH']}i{point['LOG_BLOCK_IN']}o{point['LOG_BLOCK_OUT']}"
             f"-u{point['LOG_UOP_BUFF_SIZE']}i{point['LOG_INP_BUFF_SIZE']}"
             f"w{point['LOG_WGT_BUFF_SIZE']}a{point['LOG_ACC_BUFF_SIZE']}"
-            f"-bus{1 << point['LOG_BUS_WIDTH']}")
+            f"-bus{1 << point['LOG_BUS_WIDTH']}-lat{point['MEM_LATENCY']}")
 
 
 def complete_point(space: Space, assignment: dict) -> "dict | None":

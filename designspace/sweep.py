@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from isa.config import VTAConfig
+from isa.errors import RejectedError
 
 from .cache import Cache, source_digest, task_key
 from .devices import DEVICES, RESOURCES, get_device
@@ -50,7 +51,7 @@ _VERILOG_SOURCES = ("hw", "isa/__init__.py", "isa/config.py", "isa/layout.py", "
 _OBJECTIVES = {"minimize": ("LUT4", "DP16KD", "MULT18X18D"), "maximize": ("throughput_gmacs",)}
 
 
-class SweepError(RuntimeError):
+class SweepError(RejectedError):
     """A sweep that cannot go on (no calibration and no synthesis allowed, a failed tool)."""
 
 
@@ -110,14 +111,15 @@ def _verilog_desc(point: dict) -> dict:
 def _synth_desc(point: dict, verilog: str) -> dict:
     """A synthesis is keyed by the Verilog itself (``verilog``: its SHA-256), the tools and
     the script: a refactoring of hw/ that leaves the Verilog alone keeps it cached."""
-    from .synth import tool_versions
+    from .synth import YOSYS_SCRIPT, tool_versions
     return {"kind": "synth", "point": _hw_point(point), "verilog": verilog,
-            "tools": tool_versions(), "script": source_digest("designspace/synth.py")}
+            "tools": tool_versions(), "script": YOSYS_SCRIPT}
 
 
 def _pnr_desc(point: dict, verilog: str, device: str, target_mhz: int) -> dict:
+    from .synth import NEXTPNR_OPTIONS
     return {**_synth_desc(point, verilog), "kind": "pnr", "device": device,
-            "target_mhz": target_mhz}
+            "target_mhz": target_mhz, "options": list(NEXTPNR_OPTIONS), "seed": 1}
 
 
 # ---------------------------------------------------------------------------- calibration
@@ -260,7 +262,8 @@ def _row(space: Space, name: str, point: dict, res: dict, res_from: str, fmax, f
 def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
               progress: bool = True, log: Callable = print) -> SweepResult:
     """Run ``space``; ``synthesis`` is ``real`` (Yosys/nextpnr for what the model cannot rule
-    out) or ``model`` (the screening model only: no FPGA tools)."""
+    out), ``cached`` (no FPGA tools run: the real results the cache holds, the model for the
+    rest) or ``model`` (the screening model only)."""
     result = SweepResult(space)
     exp = expand(space)
     points = list(exp.points)
@@ -306,9 +309,10 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
 
     # 3. synthesis of what the model cannot rule out
     synth = {}
-    if synthesis == "real":
+    if synthesis in ("real", "cached"):
         todo = [p for p, why, c in zip(points, reasons, cyc) if why is None and c is not None]
-        synth = _synth_points(space, runner, cache, todo, progress, result.counts)
+        synth = _synth_points(space, runner, cache, todo, progress, result.counts,
+                              run=synthesis == "real")
         for p, name in zip(points, names):
             r = synth.get(_hw_key(p))
             if r is not None and "error" in r:
@@ -325,7 +329,8 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
             real = s is not None and "cells" in s
             res = resources(s["cells"]) if real else pred
             f = pnr.get(_hw_key(p))
-            fmax, src = (f, "nextpnr") if f else (pred["fmax_mhz"], "model")
+            fmax, src = ((f, "nextpnr") if f else (pred["fmax_mhz"], "model")
+                         if pred["fmax_mhz"] else (None, "none: runs at TARGET_MHZ"))
             rows.append(_row(space, name, p, res, "yosys" if real else "model", fmax, src, c))
         return rows
 
@@ -335,6 +340,11 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
 
     # 4. place and route the points that matter
     pnr: dict = {}
+    if synthesis == "cached":
+        placed = {d["verilog"]: r["fmax_mhz"] for d, r in cache.entries("pnr")
+                  if "fmax_mhz" in r}
+        pnr = {k: placed[r["verilog"]] for k, r in synth.items()
+               if r.get("verilog") in placed}
     rows = rows_for(pnr)
     if synthesis == "real" and space.fmax != "none" and space.max_pnr > 0:
         chosen = front(rows) if space.fmax == "frontier" else range(len(rows))
@@ -349,8 +359,7 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
             p = points[i]
             sha = synth[_hw_key(p)]["verilog"]
             d = _pnr_desc(p, sha, dev, p["TARGET_MHZ"])
-            jobs.append((d, (p, str(cache.workdir(task_key(_synth_desc(p, sha)))), dev,
-                             p["TARGET_MHZ"])))
+            jobs.append((d, (p, str(cache.workdir(sha)), dev, p["TARGET_MHZ"])))
         got = _stage(space, runner, cache, pnr_task, jobs, "place and route", progress,
                      result.counts)
         for d, args in jobs:
@@ -378,9 +387,10 @@ def _hw_key(point: dict) -> str:
 
 
 def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
-                  counts: dict) -> dict:
+                  counts: dict, run: bool = True) -> dict:
     """Synthesise ``points`` (one per distinct hardware): ``{hw key: result}``; every result
-    also names the SHA-256 of its Verilog under ``verilog``."""
+    also names the SHA-256 of its Verilog under ``verilog``. ``run=False``: only what the
+    cache holds."""
     unique = list({_hw_key(p): p for p in points}.values())
     vjobs = [(_verilog_desc(p), (p,)) for p in unique]
     got = _stage(space, runner, cache, verilog_task, vjobs, "verilog", progress, counts)
@@ -391,7 +401,13 @@ def _synth_points(space, runner, cache: Cache, points: list, progress: bool,
             out[_hw_key(p)] = {"error": f"Verilog: {v.get('error')}"}
             continue
         d = _synth_desc(p, v["sha256"])
-        jobs.append((d, (p, str(cache.workdir(task_key(d))))))
+        jobs.append((d, (p, str(cache.workdir(v["sha256"])))))     # one folder per Verilog
+    if not run:
+        for d, (p, _) in jobs:
+            hit = cache.get(d)
+            if hit is not None:
+                out[_hw_key(p)] = {**hit, "verilog": d["verilog"]}
+        return out
     got = _stage(space, runner, cache, synth_task, jobs, "synthesis", progress, counts)
     for d, (p, _) in jobs:
         out[_hw_key(p)] = {**got[task_key(d)], "verilog": d["verilog"]}

@@ -21,17 +21,30 @@ from functools import lru_cache
 from pathlib import Path
 
 from isa.config import VTAConfig
+from isa.errors import RejectedError, Unavailable
 
 from .devices import Device
 
-__all__ = ["SynthesisError", "synthesize", "place_and_route", "resources", "tool_versions",
-           "tool_path", "TOP"]
+__all__ = ["SynthesisError", "ToolMissing", "synthesize", "place_and_route", "resources",
+           "tool_versions", "tool_path", "TOP", "YOSYS_SCRIPT", "NEXTPNR_OPTIONS"]
 
 TOP = "vta_core"
+#: The Yosys script and the nextpnr options: with the tools' versions and the Verilog, what a
+#: result depends on (part of its cache key; the Python around them is not).
+YOSYS_SCRIPT = ("read_verilog -sv core.v\n"
+                f"synth_ecp5 -top {TOP} -json core.json\n"
+                "tee -q -o stat.json stat -json\n")
+NEXTPNR_OPTIONS = ("--out-of-context", "--timing-allow-fail", "--threads", "1")
 
 
-class SynthesisError(RuntimeError):
-    """A tool is missing, failed or ran out of time; the message says which and why."""
+class SynthesisError(RejectedError):
+    """A tool failed or ran out of time; the message says which and why."""
+
+
+class ToolMissing(SynthesisError, Unavailable):
+    """Yosys or nextpnr is not installed here; the message says how to get it."""
+
+    exit_code = Unavailable.exit_code
 
 
 def tool_path(tool: str) -> str:
@@ -42,7 +55,7 @@ def tool_path(tool: str) -> str:
     try:
         return flow_tool_path({"yosys": "YOSYS", "nextpnr-ecp5": "NEXTPNR_ECP5"}[tool])
     except ToolError as exc:
-        raise SynthesisError(str(exc)) from None
+        raise ToolMissing(str(exc)) from None
 
 
 @lru_cache(maxsize=1)
@@ -84,10 +97,7 @@ def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     (work / "core.v").write_text(core_verilog(cfg, TOP))
-    (work / "synth.ys").write_text(
-        "read_verilog -sv core.v\n"
-        f"synth_ecp5 -top {TOP} -json core.json\n"
-        "tee -q -o stat.json stat -json\n")
+    (work / "synth.ys").write_text(YOSYS_SCRIPT)
     start = time.monotonic()
     _run([tool_path("yosys"), "-q", "-l", "yosys.log", "synth.ys"], work, timeout,
          f"Yosys synth_ecp5 of {cfg.key}", work / "yosys.out")
@@ -109,9 +119,9 @@ def place_and_route(workdir: "str | Path", device: Device, target_mhz: float, *,
     if not (work / "core.json").exists():
         raise SynthesisError(f"no netlist in {work}: synthesise first")
     start = time.monotonic()
-    _run([tool_path("nextpnr-ecp5"), device.nextpnr_flag, "--out-of-context", "--json",
-          "core.json", "--freq", str(target_mhz), "--timing-allow-fail", "--seed", str(seed),
-          "--threads", "1", "--report", "pnr.json"], work, timeout,
+    _run([tool_path("nextpnr-ecp5"), device.nextpnr_flag, *NEXTPNR_OPTIONS, "--json",
+          "core.json", "--freq", str(target_mhz), "--seed", str(seed), "--report", "pnr.json"],
+         work, timeout,
          f"nextpnr-ecp5 on {device.name}", work / "nextpnr.log")
     seconds = time.monotonic() - start
     try:

@@ -135,3 +135,15 @@ def test_include_adds_whole_configurations_once(tmp_path):
 def test_parse_space_rejects_non_tables():
     with pytest.raises(SpaceError, match="must be a table"):
         parse_space({"params": [1, 2]})
+
+
+def test_cli_refuses_to_replace_a_file(tmp_path):
+    space = tmp_path / "s.toml"
+    space.write_text('base = "tiny"\n')
+    out = tmp_path / "results.csv"
+    out.write_text("keep me")
+    proc = subprocess.run([sys.executable, "-m", "vta", "sweep", "--space", str(space), "--out",
+                           str(out), "--synthesis", "model"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "is a file" in proc.stderr
+    assert out.read_text() == "keep me"

@@ -117,3 +117,17 @@ def test_dask_local_cluster_gives_the_local_results(space_file, tmp_path):
     assert dask.rows == local.rows
     assert dask.frontier == local.frontier
     assert dask.counts["cycles"] == {"cached": 0, "run": TASKS}
+
+
+def test_nsga2_search_visits_valid_grid_points(space_file, tmp_path):
+    text = space_file.read_text() + '[search]\nmethod = "nsga2"\ntrials = 3\nseed = 1\n'
+    space_file.write_text(text)
+    space = load_space(space_file)
+    logs = []
+    result = run_sweep(space, cache=Cache(tmp_path / "c"), runner=LocalRunner(1),
+                       synthesis="model", progress=False, log=logs.append)
+    grid = {(r["LOG_INP_BUFF_SIZE"], r["MEM_LATENCY"]) for r in result.rows}
+    assert 1 <= len(result.rows) <= 3
+    assert grid <= {(0 + 2 + d, lat) for d in (7, 8) for lat in (4, 16)}
+    assert all(r["cycles_resnet18.layer3.proj"] > 0 for r in result.rows)
+    assert any("NSGA-II: 3 trials" in m for m in logs)
