@@ -32,7 +32,8 @@ def test_heavy_light_models_import(name):
     model = onnx.load(light_path(name))    # as shipped: weights are ConstantOfShape outputs
     mod, params = from_onnx(model, name=name)
     assert relay.check_module(mod).global_types["main"].ret_type == relay.TensorType((1, 1000), "float32")
-    made = {relay_name(n.output[0]): n for n in model.graph.node if n.op_type == "ConstantOfShape"}
+    made = {relay_name(n.output[0]) for n in model.graph.node if n.op_type == "ConstantOfShape"}
+    made |= {relay_name(i.name) for i in model.graph.initializer}
     layers = [n for n in model.graph.node if n.op_type in ("Conv", "Gemm")]
     assert set(params) <= set(made) and len(params) == 2 * len(layers)   # a weight and a bias each
     assert all(params[k].dtype == np.float32 and params[k].ndim in (1, 2, 4) for k in params)
