@@ -35,6 +35,10 @@ def check(nodes, inputs, inits=None, outputs=("y",), opset=17, rtol=1e-5):
     args = [inputs[p.name_hint] if p.name_hint in inputs else params[p.name_hint] for p in mod["main"].params]
     got = relay.run(mod, *args)
     got = got if isinstance(got, tuple) else (got,)
+    # What `vta import` writes reads back as the same program.
+    again = relay.run(relay.parse(mod.astext()), *args)
+    for g, a in zip(got, again if isinstance(again, tuple) else (again,)):
+        np.testing.assert_array_equal(g, a)
     want = ort_session(model).run(None, inputs)
     for g, w in zip(got, want):
         assert g.shape == w.shape, (g.shape, w.shape)

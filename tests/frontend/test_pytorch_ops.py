@@ -57,6 +57,7 @@ def test_operator_matches_torch(name):
     main = mod["main"]
     args = [x.numpy() for x in xs] + [params[p.name_hint] for p in main.params[len(xs):]]
     got = relay.run(mod, *args)
+    np.testing.assert_array_equal(relay.run(relay.parse(mod.astext()), *args), got)   # the text reads back
     with torch.no_grad():
         want = module(*xs).numpy()
     assert got.shape == want.shape
