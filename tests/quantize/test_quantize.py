@@ -233,3 +233,25 @@ def test_bad_calibration_data(cal, message):
     model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10)
     with pytest.raises(QuantizeError, match=message):
         quantize(model, params, cal)
+
+
+def test_dcgan_generator_transposed_convolutions():
+    """conv2d_transpose is an anchor too: int8 in, int32 accumulation, IOHW weights (per-channel
+    scales along the output axis 1); only the final tanh stays in float."""
+    torch = pytest.importorskip("torch")
+    from relay.op import list_ops
+    if "nn.conv2d_transpose" not in list_ops():
+        pytest.skip("nn.conv2d_transpose is added by the compiler branch")
+    import warnings
+    from relay.frontend import from_pytorch, torch_models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.export.export(torch_models.dcgan_generator(ngf=8), (torch.randn(1, 100, 1, 1),))
+    mod, params = from_pytorch(program, name="dcgan")
+    cal = {"x": np.random.default_rng(0).standard_normal((3, 1, 100, 1, 1)).astype("float32")}
+    for per_channel in (False, True):
+        q = quantize(mod, params, cal, QConfig(per_channel=per_channel))
+        assert q.report.float_ops == ("tanh",) and q.report.cosine_min > 0.99
+        convs = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)
+                 and n.op.name == "nn.conv2d_transpose"]
+        assert len(convs) == 5 and all(n.args[0].checked_type.dtype == "int8" for n in convs)
