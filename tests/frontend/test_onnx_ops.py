@@ -336,11 +336,18 @@ def test_old_opset_and_symbolic_input_shape():
     assert str(mod["main"].params[0].type_annotation) == "Tensor[(2, 3), float32]"
 
 
-def test_runtime_shape_is_rejected_with_the_node():
+def test_runtime_shape_is_unsupported_and_named_with_the_node():
     nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")]
-    with pytest.raises(FrontendError, match=r"node 0 'r' \(Reshape\) of model 'm': the target shape must be "
-                                            "known at import time"):
+    with pytest.raises(UnsupportedOperator, match=r"node 0 'r' \(Reshape\) of model 'm': the target shape must "
+                                                  "be known at import time"):
         from_onnx(make_model(nodes, {"x": rand(2, 3), "s": np.array([3, 2], "int64")}), name="m")
+
+
+def test_invalid_model_is_not_called_unsupported():
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")]
+    with pytest.raises(FrontendError, match=r"cannot reshape \[2, 3\] to \[4, 2\]") as e:
+        from_onnx(make_model(nodes, {"x": rand(2, 3)}, {"s": np.array([4, 2], "int64")}), name="m")
+    assert not isinstance(e.value, UnsupportedOperator)
 
 
 def test_every_operator_of_the_issue_is_supported():

@@ -82,6 +82,13 @@ def test_unsupported_aten_operator_is_named_before_any_work():
         from_pytorch(program, name="odd")
 
 
+def test_unsupported_argument_is_named_before_any_work():
+    module = torch.nn.AvgPool2d(2, divisor_override=3)
+    program = torch.export.export(module, (torch.randn(1, 2, 4, 4),))
+    with pytest.raises(UnsupportedOperator, match=r"argument divisor_override=3 of operator aten.avg_pool2d.default"):
+        from_pytorch(program, name="pool")
+
+
 def test_bad_pt2_files(tmp_path):
     with pytest.raises(FrontendError, match="no such file"):
         load_model(tmp_path / "missing.pt2")
