@@ -85,5 +85,5 @@ def _run(args):
     except Exception as e:  # a bug: say so with the status the project reserves for it
         print(f"{prog}: internal error ({type(e).__name__}: {e}); please report it with the model", file=sys.stderr)
         return EXIT_BUG
-    print(f"{args.out}: int8 program; agreement with float on {q.report}")
+    print(f"{args.out}: int8 program; {q.report} (agreement with float on the calibration data)")
     return 0
