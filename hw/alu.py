@@ -6,6 +6,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import ALU_LATENCY  # cycles from a micro-op's issue to its ACC write
 from isa.config import VTAConfig
 from isa.encoding import AluOp
 
@@ -13,9 +14,6 @@ from .fields import alu_insn, uop
 from .uop_loop import OFFSET_BITS, UopLoop
 
 __all__ = ["AluLane", "TensorAlu", "ALU_LATENCY"]
-
-#: Cycles from a micro-op's issue by the loop sequencer to its accumulator write.
-ALU_LATENCY = 3
 
 
 class AluLane(wiring.Component):
@@ -64,13 +62,16 @@ class TensorAlu(wiring.Component):
     """Pipelined tensor ALU: one micro-op per cycle, with an immediate and in vector mode.
 
     ``start`` in cycle *c* → micro-op *j* issued in *c* + 1 + *j*, writes ACC[dst] in
-    *c* + 1 + *j* + ``ALU_LATENCY`` (3); ``busy`` lasts N + 3 cycles for N micro-ops. Pipeline:
+    *c* + 1 + *j* + ``ALU_LATENCY`` (4); ``busy`` lasts N + 4 cycles for N micro-ops. Pipeline:
     S0 micro-op read; S1 indices; S2 range check and ACC reads of dst (port A) and src (port B);
-    S3 BATCH × BLOCK_OUT lanes compute and write. Vector mode runs at the same rate because the
-    ACC buffer has a second read port for src (on an FPGA: a replica of the ACC buffer, the price
-    of never stalling). Both operands are forwarded from the previous cycle's write, the only one
-    a read can miss, so every micro-op sees all earlier results. An index past the ACC depth
-    (src only in vector mode) raises ``err`` in S2.
+    S3 operands registered (SRAM data or forwarded); S4 BATCH × BLOCK_OUT lanes compute and
+    write. S4 starts from registers, so the 32-bit multiply has a whole cycle after the SRAM
+    read instead of sharing it (the FPGA's critical path). Vector mode runs at the same rate
+    because the ACC buffer has a second read port for src (on an FPGA: a copy of the ACC
+    buffer, the price of never stalling). The operands of S3 miss two writes — the one in the
+    same cycle (S4, forwarded from the lanes' result) and the one in the cycle before
+    (forwarded from a register) — so every micro-op sees all earlier results. An index past
+    the ACC depth (src only in vector mode) raises ``err`` in S2.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -121,15 +122,24 @@ class TensorAlu(wiring.Component):
         d3, s3 = Signal(cfg.log_acc_depth), Signal(cfg.log_acc_depth)
         m.d.sync += [v3.eq(v2 & ~bad), d3.eq(d2), s3.eq(s2)]
 
+        # S3: operands, with the two writes the S2 read missed forwarded (the newest wins).
+        v4 = Signal()
+        d4 = Signal(cfg.log_acc_depth)
+        wdata = Signal(cfg.acc_elem_bits)
         fwd_valid = Signal()
         fwd_addr = Signal(cfg.log_acc_depth)
         fwd_data = Signal(cfg.acc_elem_bits)
+
+        def operand(addr, sram):
+            return Mux(v4 & (d4 == addr), wdata,
+                       Mux(fwd_valid & (fwd_addr == addr), fwd_data, sram))
+
         a_vec = Signal(cfg.acc_elem_bits)
         b_vec = Signal(cfg.acc_elem_bits)
-        m.d.comb += [
-            a_vec.eq(Mux(fwd_valid & (fwd_addr == d3), fwd_data, self.acc_rdata)),
-            b_vec.eq(Mux(fwd_valid & (fwd_addr == s3), fwd_data, self.src_rdata)),
-        ]
+        m.d.sync += [v4.eq(v3), d4.eq(d3), a_vec.eq(operand(d3, self.acc_rdata)),
+                     b_vec.eq(operand(s3, self.src_rdata))]
+
+        # S4: the lanes, from registers, and the write.
         results = []
         for i in range(lanes):
             lane = AluLane(aw)
@@ -137,12 +147,11 @@ class TensorAlu(wiring.Component):
             m.d.comb += [lane.op.eq(op), lane.a.eq(a_vec[i * aw:(i + 1) * aw]),
                          lane.b.eq(Mux(use_imm, imm, b_vec[i * aw:(i + 1) * aw]))]
             results.append(lane.r)
-        wdata = Signal(cfg.acc_elem_bits)
         m.d.comb += [
             wdata.eq(Cat(*results)),
-            self.acc_waddr.eq(d3), self.acc_wdata.eq(wdata), self.acc_wen.eq(v3),
-            self.uop_done.eq(v3),
+            self.acc_waddr.eq(d4), self.acc_wdata.eq(wdata), self.acc_wen.eq(v4),
+            self.uop_done.eq(v4),
         ]
-        m.d.sync += [fwd_valid.eq(v3), fwd_addr.eq(d3), fwd_data.eq(wdata)]
-        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3)
+        m.d.sync += [fwd_valid.eq(v4), fwd_addr.eq(d4), fwd_data.eq(wdata)]
+        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4)
         return m

@@ -515,6 +515,18 @@ def _conv2d_grad(args, out, g, attrs, types):
     return [op_call("nn.conv2d_grad_data", g, w, x, **a), op_call("nn.conv2d_grad_weight", g, x, w, **a)]
 
 
+@register_gradient("nn.conv2d_transpose")
+def _conv2d_transpose_grad(args, out, g, attrs, types):
+    # conv2d_transpose is the adjoint of conv2d in its data, so its data gradient is that conv2d
+    # (the IOHW weight read as OIHW), and its weight gradient is conv2d's weight gradient with
+    # the roles of data and output exchanged.
+    x, w = args
+    if attrs.get("out_dtype"):
+        raise GradientError("the nn.conv2d_transpose gradient supports no out_dtype")
+    a = _conv_attrs(attrs)
+    return [op_call("nn.conv2d", g, w, **a), op_call("nn.conv2d_grad_weight", x, g, w, **a)]
+
+
 def _pool_grad(kind):
     def rule(args, out, g, attrs, types):
         if attrs.get("layout", "NCHW") != "NCHW":

@@ -27,7 +27,7 @@ def any_config(request):
 
 # On CI the toolchain is installed by `make`: a test that skips because Verilator or the RTL
 # backend is missing would hide a broken install, so there it fails instead.
-_TOOLCHAIN_SKIPS = ("no Verilator", "rtl backend unavailable")
+_TOOLCHAIN_SKIPS = ("no Verilator", "rtl backend unavailable", "no FPGA tools")
 
 
 def _fail_toolchain_skip(report) -> None:

@@ -13,7 +13,10 @@ import time
 
 import numpy as np
 
-__all__ = ["register", "run_demo"]
+__all__ = ["register", "run_demo", "MAX_SIZE"]
+
+#: The largest --size (its three matrices and the program stay well under 100 MB of DRAM).
+MAX_SIZE = 2048
 
 
 def register(subparsers) -> None:
@@ -23,11 +26,13 @@ def register(subparsers) -> None:
                     "backend and configuration, check every result against numpy or the "
                     "original simulator, and print what was checked with the counters.")
     p.add_argument("--backend", default="functional",
-                   help="functional, rtl, cycle or board (default: %(default)s)")
+                   choices=("functional", "cycle", "rtl", "board"),
+                   help="where to run (default: %(default)s)")
     p.add_argument("--config", default="default",
                    help="configuration name or JSON path (default: %(default)s)")
     p.add_argument("--size", type=int, default=None,
-                   help="matrix size of the GEMM (default: 256 on the default configuration)")
+                   help=f"matrix size of the GEMM, a multiple of twice the block, at most "
+                        f"{MAX_SIZE} (default: 256 on the default configuration)")
     p.add_argument("--quick", action="store_true",
                    help="only the GEMM and the reference images, not the generated suite")
     p.set_defaults(func=_main)
@@ -38,8 +43,9 @@ def _main(args) -> int:
 
 
 def run_demo(backend_name: str, config: str, *, size: int | None = None,
-             quick: bool = False, out=sys.stdout) -> int:
+             quick: bool = False, out=None) -> int:
     """Run the demo; returns 0 when everything matched its reference."""
+    out = sys.stdout if out is None else out
     from driver.backends import get_backend
     from isa.config import load_config
     from isa.conformance import conformance_programs
@@ -48,12 +54,16 @@ def run_demo(backend_name: str, config: str, *, size: int | None = None,
     cfg = load_config(config)
     backend = get_backend(backend_name)
     failures = 0
-    print(f"VTA on {cfg}, backend {backend.name}", file=out)
 
     # 1. The workload: a tiled int8 matrix multiply with bias, narrowed to int8.
     # The original's 256^3 in blocks of 64 on the default configuration, else scaled.
     block = 64 if cfg == load_config("default") else fitting_block(cfg, 2)
+    if size is not None and not (0 < size <= MAX_SIZE and size % (2 * block) == 0):
+        from isa.errors import InputError
+        raise InputError(f"--size {size}: the GEMM size must be a positive multiple of "
+                         f"{2 * block} (two blocks of {block}) and at most {MAX_SIZE}")
     size = size or (256 if block == 64 else 4 * block)
+    print(f"VTA on {cfg}, backend {backend.name}", file=out)
     program = blocked_gemm_program(cfg, 0, 2, False, size=size, block=block)
     start = time.perf_counter()
     result = backend.run(program.image)

@@ -1,5 +1,9 @@
 """The ``board`` backend: an FPGA reached through a host link (AXI4-Lite registers + DRAM).
 
+Links: :class:`~driver.backends.seriallink.SerialLink` for a real board over its USB serial port
+(``link="/dev/ttyUSB0"`` or ``"PORT@BAUD"``), :class:`~driver.backends.simlink.SimulatedLink`
+for the software board (``link="sim"``), or any object with the :class:`Link` methods.
+
 The register map is the hardware's, :mod:`isa.registers` (docs/hardware.md §7). The driver
 checks ``ID``, writes the image's DRAM over the link, writes ``INSN_ADDR``, ``INSN_COUNT``,
 ``DRAM_SIZE``, then ``CTRL`` = launch, and polls ``CTRL`` until ``done`` or the timeout. On an
@@ -22,6 +26,7 @@ from isa import registers as R
 from isa.encoding import IsaError, decode
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
+from isa.arch import STAGES as MODULES
 from isa.registers import COUNTERS, CSR_ID, counter_offset
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
@@ -29,7 +34,6 @@ from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunRe
 __all__ = ["Link", "BoardBackend", "ERROR_FIELDS", "MODULES", "describe_error",
            "describe_progress"]
 
-MODULES = ("load", "compute", "store")
 # The instruction field each error code points at.
 ERROR_FIELDS = {
     ErrorCode.ILLEGAL_OPCODE: "opcode", ErrorCode.ILLEGAL_MEMORY_TYPE: "memory_type",
@@ -75,9 +79,13 @@ class BoardBackend(Backend):
         if link == "sim":
             from .simlink import SimulatedLink
             link = SimulatedLink()
+        elif isinstance(link, str):
+            from .seriallink import SerialLink
+            link = SerialLink.open(link)
         if link is None:
-            raise BackendUnavailable("backend 'board' needs a link to a board; none is "
-                                     "attached here (use link='sim' for the simulated board)")
+            raise BackendUnavailable("backend 'board' needs a link to a board: a serial port "
+                                     "(--link /dev/ttyUSB0[@BAUD]) or 'sim' for the "
+                                     "simulated board")
         self.link = link
         self.poll_interval, self.default_timeout = poll_interval, default_timeout
         self.diagnosis_polls = diagnosis_polls
@@ -96,6 +104,8 @@ class BoardBackend(Backend):
         if hasattr(link, "configure"):
             # A simulated board takes the image's configuration; a real one's is fixed.
             link.configure(image.config)
+        if hasattr(link, "check_config"):
+            link.check_config(image.config)
         ident = link.read_reg(R.ID)
         if ident != CSR_ID:
             raise BackendUnavailable(f"the board's ID register reads {ident:#010x}, not the "

@@ -528,7 +528,13 @@ def _shape(ctx, node, attrs, x):
 def _gather(ctx, node, attrs, x, idx):
     if not isinstance(idx, Const):
         raise _NodeError("indices must be known at import time")
-    return [ctx.g.call("take", x, idx, axis=int(attrs.get("axis", 0)))]
+    axis = int(attrs.get("axis", 0))
+    dim = ctx.shape(x)[axis]
+    arr = idx.array.astype(np.int64)
+    if arr.size and (arr.min() < -dim or arr.max() >= dim):
+        raise _NodeError(f"an index is out of range for axis {axis} of size {dim}")
+    # ONNX counts negative indices from the end; Relay's take (as TVM's) clips them.
+    return [ctx.g.call("take", x, Const(arr % dim, idx.name), axis=axis)]
 
 
 @_op("ConstantOfShape", attrs={"value": None})

@@ -39,23 +39,3 @@ def _strided_slice(args, attrs):
     """x[begin:end:stride] on the listed axes (out-of-range bounds clamp, as in numpy)."""
     x = args[0]
     return np.ascontiguousarray(x[tuple(_slices(x.shape, attrs))])
-
-
-@relation("Take")
-def take_rel(args, attrs):
-    """``take(data, indices, axis)``: the indexed axis is replaced by the indices' shape."""
-    data, idx = as_tensor(args[0], "data"), as_tensor(args[1], "indices")
-    if not idx.dtype.startswith(("int", "uint")):
-        raise RelationError(f"indices must be integers, not {idx.dtype}")
-    a = norm_axis(attrs["axis"], data.ndim)
-    return TensorType(data.shape[:a] + idx.shape + data.shape[a + 1:], data.dtype)
-
-
-@register_op("take", num_inputs=2, relation="Take", pattern=OpPattern.INJECTIVE, attrs={"axis": 0})
-def _take(args, attrs):
-    """Gather along ``axis``; negative indices count from the end; out of range is an error."""
-    x, idx = args
-    a = attrs["axis"] % x.ndim
-    if idx.size and (idx.min() < -x.shape[a] or idx.max() >= x.shape[a]):
-        raise IndexError(f"take: an index is out of range for axis {a} of size {x.shape[a]}")
-    return np.take(x, idx.astype(np.int64), axis=a)

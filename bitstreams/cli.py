@@ -1,0 +1,138 @@
+"""``vta bitstream`` (``make bitstream BOARD= CONFIG=``) and ``vta program``.
+
+Exit status: 0 built / loaded; 1 the configuration does not fit the device; 2 bad usage (an
+unknown board or configuration, a missing bitstream); 3 a tool is missing or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from .boards import BOARDS
+from .errors import BitstreamError, FitError, ToolError, UsageError
+
+__all__ = ["register", "main"]
+
+EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
+DEFAULT_BOARD = "ulx3s-85f"
+DEFAULT_CONFIG = "ecp5-small"
+PROGRAM_TIMEOUT_S = 600
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--board", default=DEFAULT_BOARD, choices=sorted(BOARDS),
+                   help=f"the board (default: {DEFAULT_BOARD})")
+    p.add_argument("--config", default=DEFAULT_CONFIG,
+                   help=f"a shipped configuration name or a JSON file (default: "
+                        f"{DEFAULT_CONFIG}; ecp5-large is the largest that fits the 85F)")
+
+
+def register(subparsers) -> None:
+    b = subparsers.add_parser(
+        "bitstream", help="build an FPGA bitstream of the VTA board design (Yosys, nextpnr)",
+        description="Build the board design (VTA core, on-chip DRAM, UART host link) for a "
+                    "board with YoWASP's Yosys, nextpnr-ecp5 and ecppack, into "
+                    "bitstreams/<board>-<config>/ with report.json and report.txt (resources "
+                    "against the device, Fmax against the target, seed, tool versions). A "
+                    "configuration that cannot fit is refused before place and route.")
+    _common(b)
+    b.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default 1)")
+    b.add_argument("--dram-kib", type=int, default=None,
+                   help="on-chip DRAM in KiB, a power of two (default 64)")
+    b.add_argument("-o", "--out", type=Path, default=None,
+                   help="output folder (default: bitstreams/<board>-<config>)")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    b.set_defaults(func=bitstream_command)
+
+    p = subparsers.add_parser(
+        "program", help="load a bitstream onto the board with openFPGALoader",
+        description="Load bitstreams/<board>-<config>/vta_board.bit (or BITFILE) into the "
+                    "board's FPGA with openFPGALoader (into its configuration SRAM; --flash "
+                    "writes the SPI flash so it survives a power cycle).")
+    _common(p)
+    p.add_argument("bitfile", nargs="?", type=Path, default=None, metavar="BITFILE")
+    p.add_argument("--flash", action="store_true", help="write the SPI flash instead of SRAM")
+    p.set_defaults(func=program_command)
+
+
+def _fail(cmd: str, message: str, status: int) -> int:
+    print(f"vta {cmd}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _config(name):
+    from isa.config import ConfigError, load_config
+    try:
+        return load_config(name)
+    except (ConfigError, OSError, ValueError) as exc:
+        raise UsageError(f"configuration {name!r}: {exc}") from None
+
+
+def bitstream_command(args) -> int:
+    from .boards import get_board
+    from .build import build_bitstream
+    from .progress import Progress
+
+    try:
+        board, cfg = get_board(args.board), _config(args.config)
+        mem = None
+        if args.dram_kib is not None:
+            kib = args.dram_kib
+            if kib <= 0 or kib & (kib - 1):
+                raise UsageError(f"--dram-kib {kib} must be a positive power of two")
+            mem = kib << 10
+        report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
+                                 progress=Progress(enabled=not args.quiet))
+    except FitError as exc:
+        return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
+    except UsageError as exc:
+        return _fail("bitstream", str(exc), EXIT_USAGE)
+    except BitstreamError as exc:
+        return _fail("bitstream", str(exc), EXIT_TOOL)
+    from .report import summary_text
+    print(summary_text(report), end="")
+    return EXIT_OK
+
+
+def program_command(args) -> int:
+    from .boards import get_board
+    from .build import NAME, output_dir
+    from .tools import openfpgaloader
+
+    try:
+        board = get_board(args.board)
+        bit = args.bitfile or output_dir(board, _config(args.config)) / f"{NAME}.bit"
+        if not bit.is_file():
+            raise UsageError(f"no bitstream at {bit}: build it with `vta bitstream --board "
+                             f"{board.name} --config {args.config}` (make bitstream)")
+        tool = openfpgaloader()
+        cmd = [tool, "-b", board.openfpgaloader_board, "-f" if args.flash else "-m", str(bit)]
+        try:
+            done = subprocess.run(cmd, timeout=PROGRAM_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"openFPGALoader did not finish within {PROGRAM_TIMEOUT_S} s") \
+                from None
+        if done.returncode:
+            raise ToolError(f"openFPGALoader failed (exit {done.returncode}): is the board "
+                            f"plugged in and its USB port accessible?")
+    except UsageError as exc:
+        return _fail("program", str(exc), EXIT_USAGE)
+    except BitstreamError as exc:
+        return _fail("program", str(exc), EXIT_TOOL)
+    print(f"loaded {bit} into the {board.name}")
+    return EXIT_OK
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bitstreams.cli", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

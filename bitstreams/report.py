@@ -1,0 +1,82 @@
+"""The report beside each bitstream: JSON and a readable summary."""
+
+from __future__ import annotations
+
+from isa.config import VTAConfig
+
+from .boards import RESOURCES, Board
+
+__all__ = ["make_report", "summary_text", "markdown_table", "CORE_CLOCK"]
+
+#: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
+CORE_CLOCK = "sync"
+
+
+def _clock_name(net: str) -> str:
+    # nextpnr names a clock by its net: the PLL output is the sync domain's clock.
+    if "clk25" in net:
+        return "clk25"
+    if net.endswith("clk") or "sync" in net or "CLKOP" in net:
+        return CORE_CLOCK
+    return net
+
+
+def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, seed: int,
+                versions: dict, seconds: float) -> dict:
+    util = pnr.get("utilization", {})
+    resources = {}
+    for pnr_name, name in RESOURCES.items():
+        u = util.get(pnr_name, {})
+        resources[name] = [int(u.get("used", 0)), int(u.get("available", board.total(name)))]
+    clocks = {}
+    for net, f in pnr.get("fmax", {}).items():
+        clocks[_clock_name(net)] = {"fmax_mhz": round(float(f["achieved"]), 2),
+                                    "target_mhz": round(float(f["constraint"]), 2),
+                                    "net": net}
+    return {
+        "board": board.name, "device": board.device, "package": board.package,
+        "speed_grade": board.speed, "config": {"name": cfg.name, **cfg.to_dict()},
+        "design": {"variant": "on-chip DRAM (bring-up)", "dram_bytes": top.mem_bytes,
+                   "clock_mhz": round(top.clk_hz / 1e6, 4), "baud": top.baud,
+                   "uart_divisor": top.divisor},
+        "resources": resources,
+        "synthesis_estimate": synth,
+        "clocks": clocks,
+        "timing_met": all(c["fmax_mhz"] >= c["target_mhz"] for c in clocks.values()),
+        "seed": seed, "tools": versions, "build_seconds": round(seconds, 1),
+    }
+
+
+def summary_text(r: dict) -> str:
+    lines = [f"VTA on {r['board']} ({r['device']}, speed grade {r['speed_grade']}), "
+             f"configuration {r['config']['name']}",
+             f"design: {r['design']['variant']}, {r['design']['dram_bytes']} bytes DRAM, "
+             f"{r['design']['clock_mhz']} MHz, host link {r['design']['baud']} baud", "",
+             f"{'resource':<12}{'used':>8}{'total':>8}{'':>3}"]
+    for name, (used, total) in r["resources"].items():
+        lines.append(f"{name:<12}{used:>8}{total:>8}{used / total:>6.0%}")
+    lines += ["", f"{'clock':<12}{'Fmax MHz':>10}{'target':>8}"]
+    for name, c in r["clocks"].items():
+        ok = "ok" if c["fmax_mhz"] >= c["target_mhz"] else "FAILS"
+        lines.append(f"{name:<12}{c['fmax_mhz']:>10.2f}{c['target_mhz']:>8.2f}  {ok}")
+    lines += ["", f"seed {r['seed']}, built in {r['build_seconds']:.0f} s",
+              *[f"{k}: {v}" for k, v in r["tools"].items()]]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(reports) -> str:
+    """The README's configuration table from build reports (measured numbers only)."""
+    rows = ["| configuration | GEMM (batch × in × out) | LUT4 | FF | DP16KD | MULT18X18D | "
+            "Fmax (target) MHz | timing |", "|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        c = r["config"]
+        block_in = 1 << c.get("LOG_BLOCK_IN", c.get("LOG_BLOCK", 0))
+        block_out = 1 << c.get("LOG_BLOCK_OUT", c.get("LOG_BLOCK", 0))
+        res = r["resources"]
+        cells = [f"{res[k][0]} / {res[k][1]}" for k in ("LUT4", "FF", "DP16KD", "MULT18X18D")]
+        clk = r["clocks"].get(CORE_CLOCK, {})
+        rows.append(f"| `{c['name']}` | {1 << c['LOG_BATCH']} × {block_in} × {block_out} | "
+                    + " | ".join(cells)
+                    + f" | {clk.get('fmax_mhz', 0):.1f} ({clk.get('target_mhz', 0):.0f}) | "
+                    + ("met" if r["timing_met"] else "**not met**") + " |")
+    return "\n".join(rows)

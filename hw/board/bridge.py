@@ -1,0 +1,128 @@
+"""The host link: LiteX's UART bridge protocol (:mod:`isa.hostlink`) as a 32-bit bus master.
+
+Reimplemented from the protocol description, not from LiteX's sources.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from isa import hostlink as H
+
+from .uart import UartRx, UartTx
+
+__all__ = ["WordBusSignature", "UartBridge"]
+
+
+class WordBusSignature(wiring.Signature):
+    """A 32-bit word bus, seen from its master: ``stb`` is held with ``addr`` (word address),
+    ``we`` and ``wdata`` until the slave pulses ``ack`` (``rdata`` is valid with ``ack`` of a
+    read). One access at a time."""
+
+    def __init__(self):
+        super().__init__({
+            "addr": Out(H.ADDR_WORD_BITS), "we": Out(1), "wdata": Out(32), "stb": Out(1),
+            "ack": In(1), "rdata": In(32),
+        })
+
+
+class UartBridge(wiring.Component):
+    """Serial line (``rx``, ``tx``) to ``bus`` accesses.
+
+    Bytes pass through a 16-byte receive FIFO, so the bridge may wait on a slow access while
+    the host keeps sending. ``timeout`` cycles without a byte in the middle of a command drop
+    the command. Throughput: one word per four bytes on the line, in both directions.
+    """
+
+    def __init__(self, divisor: int, timeout: int):
+        self._divisor, self._timeout = divisor, timeout
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1),
+                          "bus": Out(WordBusSignature())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.urx = urx = UartRx(self._divisor)
+        m.submodules.utx = utx = UartTx(self._divisor)
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=8, depth=16)
+        m.d.comb += [urx.rx.eq(self.rx), self.tx.eq(utx.tx),
+                     fifo.w_data.eq(urx.data.payload), fifo.w_en.eq(urx.data.valid)]
+        byte, got = fifo.r_data, fifo.r_rdy
+
+        cmd = Signal(8)
+        count = Signal(8)
+        addr = self.bus.addr
+        shift = Signal(32)
+        nbytes = Signal(range(5))
+        idle = Signal(range(self._timeout + 1))
+
+        # An idle timer that runs while a command waits for its next byte.
+        waiting = Signal()
+        with m.If(got | ~waiting):
+            m.d.sync += idle.eq(0)
+        with m.Elif(idle != self._timeout):
+            m.d.sync += idle.eq(idle + 1)
+        timed_out = idle == self._timeout
+
+        def take(m):
+            m.d.comb += [waiting.eq(1), fifo.r_en.eq(1)]
+
+        m.d.comb += self.bus.wdata.eq(shift)
+        with m.FSM():
+            with m.State("CMD"):
+                m.d.comb += fifo.r_en.eq(1)
+                with m.If(got & ((byte == H.CMD_WRITE) | (byte == H.CMD_READ))):
+                    m.d.sync += cmd.eq(byte)
+                    m.next = "LEN"
+            with m.State("LEN"):
+                take(m)
+                with m.If(timed_out):
+                    m.next = "CMD"
+                with m.Elif(got):
+                    m.d.sync += [count.eq(byte), nbytes.eq(4)]
+                    m.next = "ADDR"
+            with m.State("ADDR"):
+                take(m)
+                with m.If(timed_out):
+                    m.next = "CMD"
+                with m.Elif(got):
+                    m.d.sync += [shift.eq((shift << 8) | byte), nbytes.eq(nbytes - 1)]
+                    with m.If(nbytes == 1):
+                        m.d.sync += [nbytes.eq(4), addr.eq(((shift << 8) | byte)[:len(addr)])]
+                        with m.If(count == 0):
+                            m.next = "CMD"
+                        with m.Elif(cmd == H.CMD_WRITE):
+                            m.next = "WDATA"
+                        with m.Else():
+                            m.next = "READ"
+            with m.State("WDATA"):
+                with m.If(nbytes == 0):
+                    m.d.comb += [self.bus.stb.eq(1), self.bus.we.eq(1)]
+                    with m.If(self.bus.ack):
+                        m.d.sync += [addr.eq(addr + 1), count.eq(count - 1), nbytes.eq(4)]
+                        with m.If(count == 1):
+                            m.next = "CMD"
+                with m.Else():
+                    take(m)
+                    with m.If(timed_out):
+                        m.next = "CMD"
+                    with m.Elif(got):
+                        m.d.sync += [shift.eq((shift << 8) | byte), nbytes.eq(nbytes - 1)]
+            with m.State("READ"):
+                m.d.comb += self.bus.stb.eq(1)
+                with m.If(self.bus.ack):
+                    m.d.sync += [shift.eq(self.bus.rdata), nbytes.eq(4)]
+                    m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += [utx.data.valid.eq(1), utx.data.payload.eq(shift[24:])]
+                with m.If(utx.data.ready):
+                    m.d.sync += [shift.eq(shift << 8), nbytes.eq(nbytes - 1)]
+                    with m.If(nbytes == 1):
+                        m.d.sync += [addr.eq(addr + 1), count.eq(count - 1)]
+                        with m.If(count == 1):
+                            m.next = "CMD"
+                        with m.Else():
+                            m.next = "READ"
+        return m

@@ -1,0 +1,119 @@
+"""cocotb bench: the board design (core, on-chip DRAM, UART bridge) on its serial pins, driven by
+``BoardBackend(SerialLink(SimSerialPort))`` in a cocotb bridge thread: the host code a real
+board runs with, over a simulated 8N1 line. Jobs come from ``VTA_BOARD_SIM_JOBS``."""
+
+import json
+import os
+from collections import deque
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.task import bridge, resume
+from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
+
+from driver.backends.base import DeviceError
+from driver.backends.board import BoardBackend
+from driver.backends.seriallink import SerialLink
+from isa.image import load_image
+
+CLOCK_NS = 10
+
+
+class SimSerialPort:
+    """pyserial's port interface on the design's ``rx``/``tx`` pins. Bytes written are sent in
+    the background; bytes the design sends are collected in the background (as a UART's
+    receive buffer would); ``read(n)`` waits for ``n`` bytes or for ``timeout_bytes`` byte
+    times after the last byte sent, whichever comes first."""
+
+    def __init__(self, dut, divisor, timeout_bytes=64):
+        self.dut, self.bit_ns = dut, divisor * CLOCK_NS
+        self.outgoing, self.incoming = deque(), bytearray()
+        self.wake = Event()
+        self.timeout_bytes = timeout_bytes
+        self.write = resume(self._write)
+        self.read = resume(self._read)
+        self.reset_input_buffer = resume(self._reset)
+
+    async def _write(self, data):
+        self.outgoing.extend(bytes(data))
+        self.wake.set()
+        return len(data)
+
+    async def _reset(self):
+        self.incoming.clear()
+
+    async def _read(self, n):
+        idle = 0
+        while len(self.incoming) < n and idle < self.timeout_bytes:
+            await Timer(10 * self.bit_ns, unit="ns")
+            idle = 0 if self.outgoing else idle + 1
+        data = bytes(self.incoming[:n])
+        del self.incoming[:n]
+        return data
+
+    async def send_loop(self):
+        rx = self.dut.rx
+        while True:
+            if not self.outgoing:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            byte = self.outgoing.popleft()
+            bits = [0] + [(byte >> i) & 1 for i in range(8)] + [1]
+            i = 0
+            while i < 10:                      # one wait per run of equal bits
+                j = i
+                while j < 10 and bits[j] == bits[i]:
+                    j += 1
+                rx.value = bits[i]
+                await Timer((j - i) * self.bit_ns, unit="ns")
+                i = j
+
+    async def receive_loop(self):
+        tx = self.dut.tx
+        while True:
+            await FallingEdge(tx)
+            await Timer(self.bit_ns // 2, unit="ns")
+            if int(tx.value):
+                continue                       # a glitch, not a start bit
+            byte = 0
+            for i in range(8):
+                await Timer(self.bit_ns, unit="ns")
+                byte |= int(tx.value) << i
+            await Timer(self.bit_ns, unit="ns")
+            if int(tx.value):
+                self.incoming.append(byte)
+
+
+def run_job(port, image, timeout):
+    try:
+        link = SerialLink(port, name="the simulated serial line", timeout=timeout)
+        result = BoardBackend(link).run(image, timeout=timeout)
+    except DeviceError as exc:
+        return {"error": np.str_(str(exc)),
+                "code": np.int64(-1 if exc.code is None else int(exc.code)),
+                "index": np.int64(-1 if exc.index is None else exc.index)}
+    return {"dram": result.dram, "cycles": np.int64(result.cycles),
+            **{name: np.int64(value) for name, value in result.counters.items()}}
+
+
+@cocotb.test()
+async def run_jobs(dut):
+    with open(os.environ["VTA_BOARD_SIM_JOBS"]) as fh:
+        jobs = json.load(fh)
+    divisor = int(os.environ["VTA_BOARD_SIM_DIVISOR"])
+    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+    dut.rx.value = 1
+    dut.rst.value = 1
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    port = SimSerialPort(dut, divisor)
+    cocotb.start_soon(port.send_loop())
+    cocotb.start_soon(port.receive_loop())
+    for job in jobs:
+        out = await bridge(run_job)(port, load_image(job["image"]), job["timeout"])
+        np.savez(job["out"], **out)

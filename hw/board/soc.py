@@ -1,0 +1,127 @@
+"""The board design without the board: core, registers, DRAM and the host link.
+
+Independent of pins and clocks, so the same design runs in simulation (with a simulated serial
+line) and in the ULX3S top (:mod:`.ulx3s`).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from isa import hostlink as H
+from isa.config import VTAConfig
+
+from ..axi import AxiLiteSignature
+from ..core import COUNTERS, VTACore
+from ..csr import ControlRegisters
+from .bridge import UartBridge, WordBusSignature
+from .onchip import OnChipMemory
+
+__all__ = ["WordBusToAxiLite", "BoardSoC"]
+
+
+class WordBusToAxiLite(wiring.Component):
+    """A word-bus access as one AXI4-Lite transaction on ``axil`` (12-bit byte offsets).
+
+    A write puts AW and W up together and acknowledges on B; a read puts AR up and acknowledges
+    on R. Adds one cycle to the slave's latency."""
+
+    def __init__(self):
+        super().__init__({"bus": In(WordBusSignature()), "axil": Out(AxiLiteSignature())})
+
+    def elaborate(self, platform):
+        m = Module()
+        bus, axil = self.bus, self.axil
+        offset = bus.addr[:10] << 2
+        m.d.comb += [axil.awaddr.eq(offset), axil.araddr.eq(offset), axil.wdata.eq(bus.wdata),
+                     axil.wstrb.eq(0xF), axil.bready.eq(1), axil.rready.eq(1),
+                     bus.rdata.eq(axil.rdata)]
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(bus.stb & bus.we):
+                    m.next = "AW"
+                with m.Elif(bus.stb):
+                    m.next = "AR"
+            with m.State("AW"):
+                m.d.comb += [axil.awvalid.eq(1), axil.wvalid.eq(1)]
+                with m.If(axil.awready & axil.wready):
+                    m.next = "B"
+            with m.State("B"):
+                with m.If(axil.bvalid):
+                    m.d.comb += bus.ack.eq(1)
+                    m.next = "IDLE"
+            with m.State("AR"):
+                m.d.comb += axil.arvalid.eq(1)
+                with m.If(axil.arready):
+                    m.next = "R"
+            with m.State("R"):
+                with m.If(axil.rvalid):
+                    m.d.comb += bus.ack.eq(1)
+                    m.next = "IDLE"
+        return m
+
+
+class BoardSoC(wiring.Component):
+    """The VTA core with ``mem_bytes`` of on-chip DRAM, reached over a serial line.
+
+    Ports: ``rx``/``tx`` (the serial line at one bit per ``divisor`` cycles), ``leds``
+    (bit 0 running, bit 1 done, bit 2 error). The host's address map is :mod:`isa.hostlink`'s:
+    DRAM from 0, the registers of :mod:`isa.registers` at ``CSR_BASE``.
+    """
+
+    def __init__(self, cfg: VTAConfig, *, mem_bytes: int, divisor: int, idle_timeout: int,
+                 clock_hz: int = 0):
+        self._cfg, self._mem_bytes, self._clock_hz = cfg, mem_bytes, clock_hz
+        self._divisor, self._timeout = divisor, idle_timeout
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(3)})
+
+    @property
+    def mem_bytes(self) -> int:
+        return self._mem_bytes
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.core = core = VTACore(cfg)
+        m.submodules.csr = csr = ControlRegisters(cfg)
+        m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes)
+        m.submodules.bridge = bridge = UartBridge(self._divisor, self._timeout)
+        m.submodules.to_csr = to_csr = WordBusToAxiLite()
+        wiring.connect(m, core.mem, mem.port)
+        wiring.connect(m, to_csr.axil, csr.bus)
+        m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
+                     core.launch.eq(csr.launch), core.insn_addr.eq(csr.insn_addr),
+                     core.insn_count.eq(csr.insn_count), core.dram_size.eq(csr.dram_size),
+                     self.leds.eq(core.running | (core.done << 1)
+                                  | ((core.error_code != 0) << 2))]
+        for name in ("running", "done", "error_code", "error_index", "cycles", *COUNTERS):
+            m.d.comb += getattr(csr, name).eq(getattr(core, name))
+
+        # Address decoding: registers at CSR_BASE, the description at INFO_BASE (one page
+        # each), DRAM below mem_bytes.
+        host = bridge.bus
+        page_bits = (H.PAGE_BYTES // H.WORD_BYTES).bit_length() - 1
+        is_csr = host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES
+        is_info = host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES
+        is_mem = host.addr < self._mem_bytes // H.WORD_BYTES
+        for slave, sel in ((to_csr.bus, is_csr), (mem.bus, is_mem)):
+            m.d.comb += [slave.addr.eq(host.addr), slave.we.eq(host.we),
+                         slave.wdata.eq(host.wdata), slave.stb.eq(host.stb & sel)]
+        with m.If(is_csr):
+            m.d.comb += [host.ack.eq(to_csr.bus.ack), host.rdata.eq(to_csr.bus.rdata)]
+        with m.Elif(is_mem):
+            m.d.comb += [host.ack.eq(mem.bus.ack), host.rdata.eq(mem.bus.rdata)]
+        with m.Else():
+            m.d.comb += host.ack.eq(host.stb)      # the description; unmapped: reads 0
+            with m.If(is_info):
+                with m.Switch(host.addr[:page_bits]):
+                    for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),
+                                         (H.INFO_DRAM_BYTES, self._mem_bytes),
+                                         (H.INFO_CLOCK_HZ, self._clock_hz),
+                                         (H.INFO_CONFIG,
+                                          H.config_word(cfg.key, cfg.bus_width))):
+                        with m.Case(index):
+                            m.d.comb += host.rdata.eq(value)
+        return m

@@ -1,0 +1,72 @@
+"""The bitstream flow without the tools: estimates, the fit check, the report, the CLI's
+refusals. The real build is tests/board/test_bitstream_build.py (marker ``bitstream``)."""
+
+import json
+
+import pytest
+
+from bitstreams.boards import get_board
+from bitstreams.errors import FitError, UsageError
+from bitstreams.estimate import check_fit, config_estimate, dp16kd_blocks, synthesis_estimate
+from bitstreams.report import make_report, markdown_table, summary_text
+from hw.board.ulx3s import Ulx3sTop
+from isa.config import load_config
+from vta.cli import main
+
+BOARD = get_board("ulx3s-85f")
+
+
+def test_dp16kd_blocks_pick_the_best_aspect_ratio():
+    assert dp16kd_blocks(1024, 18) == 1 and dp16kd_blocks(512, 36) == 1
+    assert dp16kd_blocks(2048, 64) == 8          # 512 × 36: 2 wide, 4 deep
+    assert dp16kd_blocks(16384, 1) == 1 and dp16kd_blocks(16385, 1) == 2
+
+
+def test_the_original_default_is_refused_before_synthesis():
+    est = config_estimate(load_config("default"))
+    assert est["MULT18X18D"] == 256                         # 1 × 16 × 16 int8 products
+    with pytest.raises(FitError) as info:
+        check_fit(est, BOARD, "estimate from the configuration")
+    text = str(info.value)
+    assert "MULT18X18D 256 of 156 (100 over" in text and "DP16KD" in text
+    assert "estimate from the configuration" in text
+
+
+def test_synthesis_estimate_counts_carries_and_lut_ram():
+    stat = {"design": {"num_cells_by_type": {"LUT4": 100, "CCU2C": 10, "TRELLIS_DPR16X4": 2,
+                                             "TRELLIS_FF": 50, "DP16KD": 3, "MULT18X18D": 4}}}
+    assert synthesis_estimate(stat) == {"LUT4": 132, "FF": 50, "DP16KD": 3, "MULT18X18D": 4}
+    check_fit(synthesis_estimate(stat), BOARD, "synthesis")
+
+
+def test_report_from_nextpnr_and_its_summary():
+    cfg = load_config("ecp5-small")
+    pnr = {"utilization": {"TRELLIS_COMB": {"used": 1000, "available": 83640},
+                           "TRELLIS_FF": {"used": 500, "available": 83640},
+                           "DP16KD": {"used": 20, "available": 208},
+                           "MULT18X18D": {"used": 30, "available": 156}},
+           "fmax": {"$glbnet$clk": {"achieved": 71.5, "constraint": 60.0}}}
+    r = make_report(BOARD, cfg, pnr, {"LUT4": 900}, Ulx3sTop(cfg), seed=3,
+                    versions={"yosys": "Yosys 0.70"}, seconds=12.0)
+    assert r["resources"]["LUT4"] == [1000, 83640] and r["resources"]["MULT18X18D"] == [30, 156]
+    assert r["clocks"] == {"sync": {"fmax_mhz": 71.5, "target_mhz": 60.0, "net": "$glbnet$clk"}}
+    assert r["timing_met"] and r["config"]["TARGET_MHZ"] == cfg.target_mhz
+    assert r["design"]["baud"] == 3_000_000 and r["design"]["uart_divisor"] == 20
+    json.dumps(r)
+    text = summary_text(r)
+    assert "LUT4" in text and "71.50" in text and "seed 3" in text
+    row = markdown_table([r]).splitlines()[-1]
+    assert row == ("| `ecp5-small` | 1 × 4 × 4 | 1000 / 83640 | 500 / 83640 | 20 / 208 | "
+                   "30 / 156 | 71.5 (60) | met |")
+
+
+def test_cli_refusals(capsys, tmp_path):
+    assert main(["bitstream", "--config", "default", "-q", "-o", str(tmp_path)]) == 1
+    assert "does not fit the LFE5U-85F" in capsys.readouterr().err
+    assert main(["bitstream", "--config", "no-such-config", "-q"]) == 2
+    assert main(["bitstream", "--dram-kib", "48", "-q", "-o", str(tmp_path)]) == 2
+    assert main(["program", "--config", "ecp5-small", str(tmp_path / "none.bit")]) == 2
+    assert "no bitstream at" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []                   # nothing partial written
+    with pytest.raises(UsageError, match="unknown board"):
+        get_board("de10-nano")

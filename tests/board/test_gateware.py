@@ -1,0 +1,72 @@
+"""Board gateware pieces in Amaranth's simulator: the UART against a bit-level model, and the
+PLL and baud-rate arithmetic against the ECP5's documented limits."""
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+from hypothesis import given, settings, strategies as st
+
+from hw.board.pll import PllError, pll_settings
+from hw.board.uart import UartRx, UartTx
+from hw.board.ulx3s import uart_divisor
+from isa import hostlink as H
+
+
+def _loopback(data, divisor):
+    m = Module()
+    m.submodules.tx = tx = UartTx(divisor)
+    m.submodules.rx = rx = UartRx(divisor)
+    m.d.comb += rx.rx.eq(tx.tx)
+    got, line = [], []
+
+    async def bench(ctx):
+        for byte in data:
+            ctx.set(tx.data.valid, 1)
+            ctx.set(tx.data.payload, byte)
+            await ctx.tick().until(tx.data.ready)
+            ctx.set(tx.data.valid, 0)
+            await ctx.tick()
+        await ctx.tick().repeat(12 * divisor)
+
+    async def receiver(ctx):
+        while True:
+            await ctx.tick()
+            line.append(ctx.get(tx.tx))
+            if ctx.get(rx.data.valid):
+                got.append(ctx.get(rx.data.payload))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_testbench(receiver, background=True)
+    sim.run()
+    return got, line
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 255), min_size=1, max_size=6), st.sampled_from([4, 5, 17]))
+def test_uart_loopback_and_8n1_framing(data, divisor):
+    got, line = _loopback(data, divisor)
+    assert got == data
+    # the first byte on the line: start 0, data LSB first, stop 1, each `divisor` cycles long
+    start = line.index(0)
+    first = [line[start + i * divisor + divisor // 2] for i in range(10)]
+    assert first == [0] + [(data[0] >> i) & 1 for i in range(8)] + [1]
+
+
+def test_pll_settings_respect_the_ecp5_limits():
+    for mhz in (25, 40, 50, 60, 75, 100, 125):
+        s = pll_settings(25.0, mhz)
+        assert abs(s.fout_mhz - mhz) < 1e-9
+        assert 400 <= s.vco_mhz <= 800 and 3.125 <= 25.0 / s.clki_div <= 400
+        assert 1 <= s.clkfb_div <= 80 and 1 <= s.clkop_div <= 128
+    with pytest.raises(PllError, match="cannot make 1000 MHz"):
+        pll_settings(25.0, 1000)
+
+
+def test_baud_divisor_at_the_ft231x_maximum():
+    assert H.DEFAULT_BAUD == H.FT231X_MAX_BAUD == 3_000_000
+    assert uart_divisor(60e6, 3_000_000) == 20
+    assert uart_divisor(100e6, 3_000_000) == 33            # 3.03 Mbaud, 1 % off
+    with pytest.raises(ValueError, match="cannot make 3000000 baud"):
+        uart_divisor(10e6, 3_000_000)                       # 3.3 cycles per bit
