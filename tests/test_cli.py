@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from isa.config import load_config
 from vta.cli import main
 from vta.demo import run_demo
@@ -47,6 +49,20 @@ def test_demo_checks_everything_on_a_small_config():
     text = out.getvalue()
     assert "OK, equals numpy" in text and "all checks passed" in text
     assert "reference images of the original simulator for this configuration: 6/6" in text
+
+
+def test_model_demo_matches_the_interpreter_on_a_small_config():
+    """`make sim`: the bundled digits CNN imported, quantised, compiled for `small` and run;
+    the demo itself compares every output with the Relay interpreter bit for bit."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("sklearn")
+    from vta.demo_model import run_model_demo
+
+    out = io.StringIO()
+    assert run_model_demo("functional", "small", images=4, out=out) == 0
+    text = out.getvalue()
+    assert "VTA == Relay interpreter (int8 program) on 4/4" in text
+    assert "100.0 % of MACs on VTA" in text and "all checks passed" in text
 
 
 def test_console_entry_point_help():

@@ -1,9 +1,10 @@
 """``vta sim`` (``make sim``): the main job on one configuration, checked against references.
 
-Until the compiler lands, the workload is the original test suite's blocked int8 matrix
-multiply (256 x 256 x 256 in blocks of 64 on the default configuration, scaled on others),
-checked against numpy, followed by the conformance suite: the original simulator's reference
-images (where the configuration matches) and the generated programs.
+The default workload is the bundled model (``vta/demo_model.py``: the digits CNN from ONNX,
+quantised, compiled and run). ``--workload gemm`` runs the original test suite's blocked int8
+matrix multiply (256 x 256 x 256 in blocks of 64 on the default configuration, scaled on
+others), checked against numpy, followed by the conformance suite: the original simulator's
+reference images (where the configuration matches) and the generated programs.
 """
 
 from __future__ import annotations
@@ -21,24 +22,35 @@ MAX_SIZE = 2048
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sim", help="run the demo workload and the conformance suite on a backend",
-        description="Run a tiled int8 matrix multiply and the conformance suite on the chosen "
-                    "backend and configuration, check every result against numpy or the "
-                    "original simulator, and print what was checked with the counters.")
+        "sim", help="run the bundled model (or the GEMM and conformance suite) on a backend",
+        description="The main job. By default: import the bundled digits CNN (ONNX), quantise "
+                    "it to int8, compile it for the configuration and classify held-out images "
+                    "on the backend; every output must equal the Relay interpreter's, and int8 "
+                    "accuracy is compared with float; prints the classification, cycles and "
+                    "per-layer GEMM utilisation. --workload gemm: a tiled int8 matrix multiply "
+                    "and the conformance suite, checked against numpy and the original "
+                    "simulator.")
+    p.add_argument("--workload", choices=("model", "gemm"), default="model",
+                   help="the bundled model (default) or the GEMM + conformance suite")
+    p.add_argument("--images", type=int, default=32,
+                   help="model: how many held-out images to classify (default: %(default)s)")
     p.add_argument("--backend", default="functional",
                    choices=("functional", "cycle", "rtl", "board"),
                    help="where to run (default: %(default)s)")
     p.add_argument("--config", default="default",
                    help="configuration name or JSON path (default: %(default)s)")
     p.add_argument("--size", type=int, default=None,
-                   help=f"matrix size of the GEMM, a multiple of twice the block, at most "
+                   help=f"gemm: matrix size of the GEMM, a multiple of twice the block, at most "
                         f"{MAX_SIZE} (default: 256 on the default configuration)")
     p.add_argument("--quick", action="store_true",
-                   help="only the GEMM and the reference images, not the generated suite")
+                   help="gemm: only the GEMM and the reference images, not the generated suite")
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
+    if args.workload == "model":
+        from .demo_model import run_model_demo
+        return run_model_demo(args.backend, args.config, images=args.images)
     return run_demo(args.backend, args.config, size=args.size, quick=args.quick)
 
 

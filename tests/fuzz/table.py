@@ -115,7 +115,7 @@ TABLE = [
                 lambda tmp, f, out: ["verilog", "--config", f["cfg.json"], "-o", out],
                 allowed={EXIT_USAGE}, examples=20, out_name="out.v"),
     FuzzCommand("sim", lambda: st.just({}),
-                lambda tmp, f, out: ["sim", "--quick", "--config", "tiny"],
+                lambda tmp, f, out: ["sim", "--workload", "gemm", "--quick", "--config", "tiny"],
                 allowed=ANY, examples=10, extra=lambda: SIM_OPTIONS),
     FuzzCommand("trace-plot", _one("t.json", inputs.trace_file()),
                 lambda tmp, f, out: ["trace-plot", f["t.json"], "-o", out],
