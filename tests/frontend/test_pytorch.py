@@ -50,15 +50,6 @@ def test_dcgan_generator():
     _compare(tm.dcgan_generator(ngf=16), (1, 100, 1, 1), "dcgan")
 
 
-def test_dcgan_without_conv2d_transpose_is_rejected_by_name():
-    if "nn.conv2d_transpose" in list_ops():
-        pytest.skip("the operator exists")
-    x = torch.randn(1, 100, 1, 1)
-    program = torch.export.export(tm.dcgan_generator(ngf=8), (x,))
-    with pytest.raises(UnsupportedOperator, match="nn.conv2d_transpose"):
-        from_pytorch(program, name="dcgan")
-
-
 def test_digits_cnn_batch_and_saved_program(tmp_path):
     model = tm.randomize_batch_norm(tm.DigitsCNN(), seed=3)
     _compare(model, (4, 1, 8, 8), "digits")
