@@ -28,6 +28,8 @@ __all__ = ["QConfig", "QuantizeError", "Agreement", "Quantized", "quantize", "ca
 class QuantizeError(Exception):
     """Calibration data or options that do not fit the model."""
 
+    exit_code = 2   # the `vta` command's code for bad usage or input
+
 
 @dataclass(frozen=True)
 class QConfig:
