@@ -4,7 +4,9 @@
 
 For each of the nine ONNX models the onnx package ships (seeded random weights, one seeded
 224x224 image): import time, Relay-interpreter time beside onnxruntime's (one thread) in the same
-run, and the largest error relative to the output's scale (the acceptance bound is 1e-4). Then
+run, the largest error relative to the output's scale (the acceptance bound is 1e-4), and the
+int8 program's agreement with float (AlexNet, VGG-19 and ZFNet-512 only with ``--all``), and with
+``--vta`` that program compiled and run on the functional simulator. Then
 ResNet-18/50 and MobileNet v2 through torch.export beside torch, and their int8 programs
 (per-tensor power-of-two scales) against float on ``--samples`` seeded images: cosine similarity
 and top-1/top-5 agreement. ``--quick`` uses 64x64 images for the torch models.
@@ -31,8 +33,10 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
 
 
-def onnx_models():
-    print(f"{'ONNX model':<14} {'import s':>9} {'relay s':>8} {'ort s':>7} {'relay/ort':>9} {'max rel err':>12}")
+def onnx_models(int8_samples, heavy, vta=False):
+    from relay.quantize import quantize
+    print(f"{'ONNX model':<14} {'import s':>9} {'relay s':>8} {'ort s':>7} {'relay/ort':>9} {'max rel err':>12}   "
+          f"int8 vs float ({int8_samples} images)")
     for name in LIGHT_MODELS:
         model = with_logits(randomized(name, seed=1))
         t0 = time.perf_counter()
@@ -53,7 +57,37 @@ def onnx_models():
         refs = sess.run(None, feed)
         t5 = time.perf_counter()
         err = max(_rel(o, r) for o, r in zip(outs, refs))
-        print(f"{name:<14} {t1 - t0:>9.2f} {t3 - t2:>8.2f} {t5 - t4:>7.3f} {(t3 - t2) / (t5 - t4):>9.1f} {err:>12.2e}")
+        line = f"{name:<14} {t1 - t0:>9.2f} {t3 - t2:>8.2f} {t5 - t4:>7.3f} {(t3 - t2) / (t5 - t4):>9.1f} {err:>12.2e}"
+        if heavy or name not in ("bvlc_alexnet", "vgg19", "zfnet512"):
+            (inp,) = x
+            cal = {inp: np.random.default_rng(3).standard_normal((int8_samples,) + x[inp].shape).astype("float32")}
+            q = quantize(from_onnx(randomized(name, seed=1), name=name)[0], params, cal)
+            r = q.report
+            line += f"   cosine {r.cosine_mean:.4f} (min {r.cosine_min:.4f})"
+            if r.top1 is not None:
+                line += f", top-1 {100 * r.top1:.0f} %, top-5 {100 * r.top5:.0f} %"
+            left = sorted(set(r.float_ops) - {"nn.softmax", "reshape"})
+            line += f"; float: {', '.join(left)}" if left else ""
+            if vta:
+                line += "\n" + " " * 16 + _on_vta(q, inp, cal[inp][0])
+        print(line, flush=True)
+
+
+def _on_vta(q, name, x):
+    """Compile the int8 program for the default configuration and run it on the functional
+    simulator; compare with the interpreter's int8 result."""
+    from compiler.compile import compile_module
+    from compiler.runtime import execute
+    t0 = time.perf_counter()
+    model = compile_module(q.mod, None, "default")
+    t1 = time.perf_counter()
+    outs, _, _ = execute(model, {name: x}, "functional")
+    t2 = time.perf_counter()
+    ref = relay.run(q.mod, x)
+    ref = ref[0] if isinstance(ref, tuple) else ref
+    return (f"VTA: compile {t1 - t0:.1f} s, functional simulator {t2 - t1:.1f} s, "
+            f"{100 * model.vta_macs / model.macs:.1f} % of MACs on VTA, max rel diff from the interpreter "
+            f"{_rel(outs[0], ref):.1e}")
 
 
 def torch_models(side, samples):
@@ -89,8 +123,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="64x64 images for the torch models")
     p.add_argument("--samples", type=int, default=4, help="images for the int8 agreement")
+    p.add_argument("--all", action="store_true", help="quantise AlexNet, VGG-19 and ZFNet-512 too (slow)")
+    p.add_argument("--vta", action="store_true", help="compile the int8 ONNX models and run them on the "
+                                                      "functional simulator")
     args = p.parse_args(argv)
-    onnx_models()
+    onnx_models(args.samples, args.all, args.vta)
     torch_models(64 if args.quick else 224, args.samples)
     return 0
 

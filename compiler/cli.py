@@ -17,13 +17,28 @@ class _Usage(InputError):
 
 def register(subparsers) -> None:
     c = subparsers.add_parser(
-        "compile", help="compile an integer Relay model to a VTA binary (.vtab)",
+        "compile", help="compile a model (Relay, ONNX, PyTorch) to a VTA binary (.vtab)",
         description="Compile @main of MODEL.rly (int8/int32, NCHW; see docs/compiler.md) for a "
                     "VTA configuration: conv2d/dense with their element-wise tails run on VTA, "
-                    "everything else on the CPU (listed by 'vta inspect').")
-    c.add_argument("model", metavar="MODEL.rly", help="Relay text program")
+                    "everything else on the CPU (listed by 'vta inspect'). A float model "
+                    "(.onnx, .pt2, or .rly with --calibrate) is imported and quantised to int8 "
+                    "first, in the same step (docs/models.md); the binary then takes and "
+                    "returns float tensors, quantising and dequantising at the edges.")
+    c.add_argument("model", metavar="MODEL", help="Relay text (.rly), ONNX (.onnx) or a saved "
+                                                  "torch.export program (.pt2)")
     c.add_argument("--params", metavar="PARAMS.npz",
                    help="binds @main parameters by name (without %%) as constants")
+    c.add_argument("--calibrate", metavar="DATA.npz",
+                   help="quantise a float model first: for each input NAME, S samples stacked "
+                        "on a new first axis, shape (S, *input shape)")
+    c.add_argument("--per-channel", action="store_true",
+                   help="with --calibrate: one weight scale per output channel")
+    c.add_argument("--skip-op", action="append", default=[], metavar="PATTERN",
+                   help="with --calibrate: keep operators matching PATTERN (e.g. nn.dense) in "
+                        "float, on the CPU (repeatable)")
+    c.add_argument("--skip-layer", action="append", default=[], type=int, metavar="INDEX",
+                   help="with --calibrate: keep the INDEX-th conv2d/dense (0 first, -1 last) in "
+                        "float, on the CPU (repeatable)")
     c.add_argument("-o", "--out", metavar="MODEL.vtab", required=True, help="the binary to write")
     c.add_argument("--config", default="default", help="configuration name or JSON file")
     c.add_argument("--tune", action="store_true",
@@ -75,9 +90,18 @@ def _compile(args) -> int:
         cfg = load_config(args.config)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
-    mod = _read_model(args.model)
-    params = _read_npz(args.params) if args.params else {}
-    if "main" in mod.functions:
+    float_model = Path(args.model).suffix.lower() in (".onnx", ".pt2")
+    if float_model and not args.calibrate:
+        raise _Usage(f"{args.model} is a float model: give --calibrate DATA.npz (samples of each "
+                     f"input, shape (S, *input shape)) to quantise it to int8 (docs/models.md)")
+    if not args.calibrate and (args.per_channel or args.skip_op or args.skip_layer):
+        raise _Usage("--per-channel, --skip-op and --skip-layer go with --calibrate")
+    if args.calibrate:
+        mod, params = _quantised(args), {}
+    else:
+        mod = _read_model(args.model)
+        params = _read_npz(args.params) if args.params else {}
+    if "main" in mod.functions and params:
         names = {p.name_hint for p in mod["main"].params}
         unknown = sorted(set(params) - names)
         if unknown:
@@ -101,6 +125,22 @@ def _compile(args) -> int:
     print(f"{args.out}: {vta} VTA and {len(model.segments) - vta} CPU segments for {cfg.name} "
           f"({cfg.key}); {share:.1%} of the MACs on VTA")
     return EXIT_OK
+
+
+def _quantised(args):
+    """Import and quantise a float model in one step; prints the steps as they finish."""
+    import time
+
+    from relay.quantize import QConfig
+    from relay.quantize.cli import quantize_file
+    start = time.perf_counter()
+    print(f"importing and quantising {args.model} with {args.calibrate} ...", flush=True)
+    q = quantize_file(args.model, args.calibrate, args.params,
+                      QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
+                              skip_layers=tuple(args.skip_layer)))
+    print(f"  int8 program in {time.perf_counter() - start:.1f} s; {q.report} (agreement "
+          f"with float on the calibration data)", flush=True)
+    return q.mod
 
 
 def _tune(args) -> int:

@@ -95,7 +95,8 @@ def supported(seg) -> bool:
         return a["layout"] == "NCHW" and len(types[0].shape) == 4
     if name == "nn.conv2d":
         a = _attrs(body)
-        return a["data_layout"] == "NCHW" and a["kernel_layout"] == "OIHW"
+        return (a["data_layout"] == "NCHW" and a["kernel_layout"] == "OIHW"
+                and a.get("out_layout", "") in ("", "NCHW"))
     if name == "nn.dense":
         return len(types[0].shape) == 2
     if name == "nn.softmax":

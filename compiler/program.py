@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isa.arch import STAGE_NUMBERS
 from isa.encoding import AluOp, MemType
 
 __all__ = ["Kernel", "Region", "VtaProgram", "ProgramBuilder", "STAGE_IDS", "Op"]
@@ -25,7 +26,7 @@ class Op:
     LOAD, STORE, GEMM, ALU, PUSH, POP, UNIT_BEGIN, UNIT_END = range(8)
 
 
-STAGE_IDS = {"load": 1, "compute": 2, "store": 3}
+STAGE_IDS = STAGE_NUMBERS   # the original runtime's stage numbers (isa.arch)
 _STAGE_NAMES = {v: k for k, v in STAGE_IDS.items()}
 _WIDTH = 12
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isa.arch import STAGES
 from isa.config import VTAConfig
 
 __all__ = ["ScreeningModel", "Sample", "memories", "dp16kd_count", "features", "shape_of"]
@@ -54,7 +55,7 @@ def memories(cfg: VTAConfig) -> list[tuple[str, int, int, int]]:
         ("out", cfg.out_elem_bits, cfg.acc_depth, 1),
         ("uop", cfg.uop_elem_bits, cfg.uop_depth, 1),
         *((f"{q}_queue", queue_bits, cfg.cmd_queue_depth - 1, 1)
-          for q in ("load", "compute", "store")),
+          for q in STAGES),
         ("fetch", 8 * cfg.insn_bytes, fetch_depth, 1),
     ]
 

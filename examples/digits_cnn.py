@@ -2,12 +2,12 @@
 
     python examples/digits_cnn.py train      # train, write examples/digits_cnn.onnx (~40 KB)
     python examples/digits_cnn.py evaluate   # float vs int8 top-1 on the held-out split
+    python examples/digits_cnn.py evaluate --vta [--backend functional|cycle|rtl]   # and on VTA
     python examples/digits_cnn.py export DIR # DIR/digits.rly, params.npz, calibration.npz, test.npz
 
 The split is fixed (scikit-learn's ``train_test_split``, 20 % held out, stratified, seed 0);
-the calibration set is the first 128 training images.  ``export`` writes what `vta relay run`
-and, once the compiler lands, `vta compile digits.rly --params params.npz --calibrate
-calibration.npz -o digits.vtab` and `vta run` take.
+the calibration set is the first 128 training images.  ``export`` writes the files of the
+command-line path (docs/models.md): `vta quantize`, `vta compile`, `vta run`.
 """
 from __future__ import annotations
 
@@ -86,6 +86,29 @@ def evaluate(model_path=MODEL, per_channel=False):
             "float_s": t1 - t0, "int8_s": t2 - t1, "quantized": q}
 
 
+def evaluate_on_vta(quantized, count=None, backend="functional", config="default"):
+    """Compile the int8 program for VTA and run the held-out images (the first ``count``) on
+    ``backend``: top-1, whether every VTA score equals the interpreter's, seconds per image."""
+    from compiler.compile import compile_module
+    from compiler.runtime import execute, load_cpu
+    from relay.interpreter import Interpreter
+    model = compile_module(quantized.mod, None, config)
+    cpu = load_cpu(model)
+    _, (xte, yte) = digits_split()
+    xte, yte = xte[:count], yte[:count]
+    ii = Interpreter(quantized.mod)
+    name = model.inputs[0].name
+    preds, exact, t0 = [], True, time.perf_counter()
+    for x in xte:
+        outputs, _, _ = execute(model, {name: x[None]}, backend, cpu=cpu)
+        preds.append(int(np.argmax(outputs[0])))
+        exact &= bool(np.array_equal(outputs[0], ii.run_main(x[None])))
+    seconds = (time.perf_counter() - t0) / len(xte)
+    share = model.vta_macs / model.macs if model.macs else 0.0
+    return {"int8_vta": float((np.array(preds) == yte).mean()), "exact": exact, "s_per_image": seconds,
+            "vta_mac_share": share, "test_samples": len(yte)}
+
+
 def export(folder):
     from relay.frontend.cli import import_model
     folder = Path(folder)
@@ -105,6 +128,8 @@ def main(argv=None):
     t.add_argument("-o", "--out", type=Path, default=MODEL)
     e = sub.add_parser("evaluate")
     e.add_argument("--per-channel", action="store_true")
+    e.add_argument("--vta", action="store_true", help="also compile for VTA and run on --backend")
+    e.add_argument("--backend", default="functional", choices=("functional", "cycle", "rtl"))
     x = sub.add_parser("export")
     x.add_argument("folder", type=Path)
     args = p.parse_args(argv)
@@ -117,6 +142,11 @@ def main(argv=None):
         print(f"  float top-1 {100 * r['float']:.2f} %   int8 top-1 {100 * r['int8']:.2f} %   "
               f"same class {100 * r['agree']:.2f} %")
         print(f"  calibration agreement: {r['report']}")
+        if args.vta:
+            v = evaluate_on_vta(r["quantized"], backend=args.backend)
+            print(f"VTA ({args.backend} backend): int8 top-1 {100 * v['int8_vta']:.2f} %, scores "
+                  f"{'identical to' if v['exact'] else 'DIFFERENT from'} the interpreter's, "
+                  f"{v['s_per_image']:.3f} s per image, {100 * v['vta_mac_share']:.1f} % of MACs on VTA")
     else:
         export(args.folder)
         print(f"{args.folder}: digits.rly, params.npz, calibration.npz, test.npz, image0.npy")

@@ -26,9 +26,13 @@ __all__ = ["FrontendError", "UnsupportedOperator", "Const", "GraphBuilder", "rel
 class FrontendError(Exception):
     """A model cannot be imported (unreadable, malformed, or an input shape is missing)."""
 
+    exit_code = 2   # the `vta` command's code for an invalid input file
+
 
 class UnsupportedOperator(FrontendError):
     """The model uses an operator or attribute the frontend does not support."""
+
+    exit_code = 1   # the `vta` command's code for a rejected model
 
 
 @dataclass(frozen=True, eq=False)

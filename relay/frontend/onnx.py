@@ -111,7 +111,12 @@ class _Ctx:
 
 
 class _NodeError(Exception):
-    """A conversion problem in one node; ``from_onnx`` adds the node and the model."""
+    """A node uses a feature the frontend does not support (an ``UnsupportedOperator`` once
+    ``from_onnx`` adds the node and the model)."""
+
+
+class _Malformed(Exception):
+    """A node that is not valid ONNX (a ``FrontendError`` once the node and model are added)."""
 
 
 def _attrs(onnx, node):
@@ -145,7 +150,7 @@ def _binary(ctx, node, attrs, a, b):
     ta, tb = ctx.g.typeof(a), ctx.g.typeof(b)
     if ta.dtype != tb.dtype:
         if node.op_type != "Pow" or not isinstance(b, Const):
-            raise _NodeError(f"operand types differ ({ta.dtype} and {tb.dtype})")
+            raise _Malformed(f"operand types differ ({ta.dtype} and {tb.dtype})")
         b = Const(b.array.astype(ta.dtype), b.name)
     return [ctx.g.call(_BINARY[node.op_type], a, b)]
 
@@ -411,12 +416,12 @@ def _reshape(ctx, node, attrs, x, shape):
     if not attrs.get("allowzero", 0):
         target = [src[i] if d == 0 else d for i, d in enumerate(target)]
     if target.count(-1) > 1:
-        raise _NodeError(f"target shape {target} has more than one -1")
+        raise _Malformed(f"target shape {target} has more than one -1")
     if -1 in target:
         rest = math.prod(d for d in target if d != -1)
         target[target.index(-1)] = math.prod(src) // rest if rest else 0
     if math.prod(target) != math.prod(src):
-        raise _NodeError(f"cannot reshape {list(src)} to {target}")
+        raise _Malformed(f"cannot reshape {list(src)} to {target}")
     return [ctx.g.call("reshape", x, newshape=tuple(target))]
 
 
@@ -554,7 +559,7 @@ def _constant(ctx, node, attrs):
         return [Const(np.array(attrs["value_int"], np.int64))]
     if "value_ints" in attrs:
         return [Const(np.array(attrs["value_ints"], np.int64))]
-    raise _NodeError("has no value")
+    raise _Malformed("has no value")
 
 
 # ---------------------------------------------------------------- resize
@@ -569,7 +574,7 @@ def _resize_common(ctx, x, scales, sizes, coord, rounding):
         scale = None
     else:
         if scales is None or scales.size != 4:
-            raise _NodeError("needs 4 scales or 4 sizes")
+            raise _Malformed("needs 4 scales or 4 sizes")
         scale = [float(s) for s in scales]
         out = [int(math.floor(d * s)) for d, s in zip(shape, scale)]
         scale = (scale[2], scale[3])
@@ -714,11 +719,12 @@ def from_onnx(model, shapes=None, name=None):
         spec = _TABLE[node.op_type]
         try:
             outs = spec.fn(ctx, node, _attrs(onnx, node), *ctx.inputs(node))
-        except (_NodeError, FrontendError, TypeError) as e:
+        except (_NodeError, _Malformed, FrontendError, TypeError) as e:
             msg = str(e)
             if isinstance(e, TypeError):
                 msg = f"has {len(node.input)} inputs, which this operator does not take ({e})"
-            cls = type(e) if isinstance(e, FrontendError) else FrontendError
+            cls = type(e) if isinstance(e, FrontendError) else \
+                UnsupportedOperator if isinstance(e, _NodeError) else FrontendError
             raise cls(f"{_node_label(i, node)} of model {model_name!r}: {msg}") from None
         for oname, value in zip(node.output, outs):
             if oname:

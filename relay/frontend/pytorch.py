@@ -32,7 +32,15 @@ def _torch():
 
 
 class _NodeError(Exception):
-    pass
+    """A node uses a feature the frontend does not support (an ``UnsupportedOperator``)."""
+
+
+# Argument checks made before any conversion: (argument position, name, default, allowed values).
+_ARG_CHECKS = {
+    "aten.avg_pool2d.default": [(6, "divisor_override", None, (None,))],
+    "aten.adaptive_avg_pool2d.default": [(1, "output_size", None, ([1, 1], (1, 1)))],
+    "aten._adaptive_avg_pool2d.default": [(1, "output_size", None, ([1, 1], (1, 1)))],
+}
 
 
 _TABLE = {}
@@ -326,6 +334,11 @@ def _validate(gm, name):
             t = _target_name(node)
             if t != "getitem" and t not in _TABLE:
                 raise UnsupportedOperator(f"operator {t} (node {node.name!r} of model {name!r}) is not supported")
+            for pos, arg, default, allowed in _ARG_CHECKS.get(t, ()):
+                v = node.args[pos] if len(node.args) > pos else node.kwargs.get(arg, default)
+                if v not in allowed:
+                    raise UnsupportedOperator(f"argument {arg}={v!r} of operator {t} (node {node.name!r} of model "
+                                              f"{name!r}) is not supported")
             if t == "aten.convolution.default" and node.args[6]:
                 try:
                     get_op("nn.conv2d_transpose")
@@ -383,7 +396,7 @@ def from_pytorch(program, name=None):
                     out = _TABLE[t](ctx, t, *args, **{k: v for k, v in kwargs.items() if k not in ("dtype", "layout",
                                                                                                    "device", "memory_format")})
             except (_NodeError, FrontendError) as e:
-                cls = type(e) if isinstance(e, FrontendError) else FrontendError
+                cls = type(e) if isinstance(e, FrontendError) else UnsupportedOperator
                 raise cls(f"node {node.name!r} ({t}) of model {name!r}: {e}") from None
             env[node.name] = out
         elif node.op == "output":

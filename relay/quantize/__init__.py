@@ -8,7 +8,7 @@ those samples.  See docs/models.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +22,13 @@ from .prepare import fold_affine_into_anchor, prepare
 from .realize import exponent_for, realize, round_half_away
 
 __all__ = ["QConfig", "QuantizeError", "Agreement", "Quantized", "quantize", "calibrate", "agreement",
-           "load_calibration", "prepare", "fold_affine_into_anchor", "exponent_for", "round_half_away"]
+           "load_calibration", "anchor_macs", "prepare", "fold_affine_into_anchor", "exponent_for", "round_half_away"]
 
 
 class QuantizeError(Exception):
     """Calibration data or options that do not fit the model."""
+
+    exit_code = 2   # the `vta` command's code for bad usage or input
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,12 @@ class Agreement:
     top1: float | None          # share of samples whose top-1 class is the same
     top5: float | None          # share whose float top-1 class is in the integer top-5
     float_ops: tuple = field(default=())
+    int8_mac_share: float | None = None   # share of the conv/dense multiply-accumulates done in int8
 
     def __str__(self):
         s = f"{self.samples} samples: cosine mean {self.cosine_mean:.4f} (min {self.cosine_min:.4f})"
+        if self.int8_mac_share is not None:
+            s = f"{100 * self.int8_mac_share:.1f} % of conv/dense MACs in int8; " + s
         if self.top1 is not None:
             s += f", top-1 agreement {100 * self.top1:.1f} %, top-5 {100 * self.top5:.1f} %"
         if self.float_ops:
@@ -138,6 +143,27 @@ def _without_softmax(mod):
     return mod
 
 
+def anchor_macs(fn):
+    """(int8 MACs, all MACs) of the convolution and dense layers of a typed function."""
+    done = total = 0
+    for n in post_order(fn.body):
+        if not (isinstance(n, Call) and isinstance(n.op, Op)):
+            continue
+        name = n.op.name
+        if name not in ("nn.conv2d", "nn.dense", "nn.conv2d_transpose"):
+            continue
+        x, w, y = n.args[0].checked_type, n.args[1].checked_type, n.checked_type
+        if name == "nn.conv2d":
+            macs = int(np.prod(y.shape)) * int(np.prod(w.shape[1:]))
+        elif name == "nn.dense":
+            macs = int(np.prod(y.shape)) * int(w.shape[1])
+        else:   # each input element meets (out / groups) x KH x KW weights (IOHW)
+            macs = int(np.prod(x.shape)) * int(np.prod(w.shape[1:]))
+        total += macs
+        done += macs if x.dtype == "int8" else 0
+    return done, total
+
+
 def agreement(float_mod, int_mod, samples, float_ops=()):
     """Run both programs in the Relay interpreter on every sample and compare the first output:
     cosine similarity, and for (N, classes) outputs top-1 and top-5 agreement.  A final softmax is
@@ -220,5 +246,7 @@ def quantize(mod, params=None, calibration=None, config=QConfig()):
     names = {id(p): p.name_hint for p in typed.params}
     exponents = {names.get(k, k): v for k, v in exps.items() if k in names}
     report = agreement(float_mod, int_mod, samples, float_ops)
+    done, total = anchor_macs(int_mod["main"])
+    report = replace(report, int8_mac_share=done / total if total else None)
     return Quantized(int_mod, float_mod, exponents, report)
 

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["register", "load_float_model"]
+__all__ = ["register", "load_float_model", "quantize_file"]
 
 EXIT_REJECTED, EXIT_USAGE, EXIT_BUG = 1, 2, 3
 
@@ -55,18 +55,25 @@ def load_float_model(path, params_path=None, shapes=None):
     return parse(text, source=str(path)), (read_params(params_path) if params_path else {})
 
 
+def quantize_file(model, calibrate, params=None, config=None, shapes=None):
+    """Import ``model`` (.onnx, .pt2, or .rly with the ``params`` .npz) and quantise it with the
+    calibration .npz ``calibrate``: the one step `vta quantize` (and `vta compile`) take."""
+    from . import QConfig, load_calibration, quantize
+    mod, weights = load_float_model(model, params, shapes)
+    return quantize(mod, weights, load_calibration(calibrate), config or QConfig())
+
+
 def _run(args):
     from ..frontend import FrontendError, UnsupportedOperator
     from ..frontend.cli import _parse_shapes, _Usage, _write_atomic
     from ..parser import ParseError
     from ..typecheck import RelayTypeError
-    from . import QConfig, QuantizeError, load_calibration, quantize
+    from . import QConfig, QuantizeError
     prog = "vta quantize"
     try:
-        mod, params = load_float_model(args.model, args.params, _parse_shapes(args.shape))
-        cal = load_calibration(args.calibrate)
-        q = quantize(mod, params, cal, QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
-                                               skip_layers=tuple(args.skip_layer)))
+        config = QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
+                         skip_layers=tuple(args.skip_layer))
+        q = quantize_file(args.model, args.calibrate, args.params, config, _parse_shapes(args.shape))
         text = q.mod.astext()
         _write_atomic(args.out, lambda tmp: Path(tmp).write_text(text))
     except UnsupportedOperator as e:
@@ -78,5 +85,5 @@ def _run(args):
     except Exception as e:  # a bug: say so with the status the project reserves for it
         print(f"{prog}: internal error ({type(e).__name__}: {e}); please report it with the model", file=sys.stderr)
         return EXIT_BUG
-    print(f"{args.out}: int8 program; agreement with float on {q.report}")
+    print(f"{args.out}: int8 program; {q.report} (agreement with float on the calibration data)")
     return 0

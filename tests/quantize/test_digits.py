@@ -42,3 +42,17 @@ def test_export_writes_what_vta_relay_run_takes(tmp_path):
     assert scores.shape == (1, 10) and int(np.argmax(scores)) == int(labels[0])
     cal = np.load(tmp_path / "calibration.npz")
     assert cal.files == ["image"] and cal["image"].shape == (128, 1, 1, 8, 8)
+
+
+def test_vta_functional_simulator_gives_the_interpreter_scores():
+    """A slice of the held-out split compiled for VTA and run on the functional simulator: the
+    int8 scores are those of the Relay interpreter, bit for bit."""
+    pytest.importorskip("compiler.compile")
+    ex = _example()
+    from relay.frontend import load_onnx
+    from relay.quantize import quantize
+    mod, params = load_onnx(ex.MODEL)
+    q = quantize(mod, params, ex.calibration_set())
+    v = ex.evaluate_on_vta(q, count=12)
+    assert v["exact"] and v["vta_mac_share"] == 1.0 and v["test_samples"] == 12
+    assert v["int8_vta"] >= 11 / 12

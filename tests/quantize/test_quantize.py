@@ -8,7 +8,7 @@ import relay
 from relay import transform as T
 from relay.analysis import post_order
 from relay.ir import Call, Op
-from relay.quantize import (QConfig, QuantizeError, exponent_for, fold_affine_into_anchor, prepare, quantize,
+from relay.quantize import (QConfig, QuantizeError, anchor_macs, exponent_for, fold_affine_into_anchor, prepare, quantize,
                             round_half_away)
 from relay.quantize.realize import quantize_input, shift_round
 
@@ -135,6 +135,7 @@ def test_integer_program_follows_the_contract(resnet_q):
             assert s.dtype == np.int32 and s.ndim == 0 and s >= 1
             assert n.args[0].op.name == "add" and n.args[0].args[1].data == 1 << (int(s) - 1)
     assert anchors == 21
+    assert q.report.int8_mac_share == 1.0 and str(q.report).startswith("100.0 % of conv/dense MACs in int8")
     floats = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and n.checked_type is not None
               and getattr(n.checked_type, "dtype", "") == "float32"]
     # Only the input quantisation (multiply, round, clip) and output dequantisation (cast, multiply)
@@ -219,6 +220,9 @@ def test_skip_by_layer_index_and_operator_pattern():
     assert sorted(set(q.report.float_ops)) == ["nn.bias_add", "nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.relu",
                                                "nn.softmax"]
     assert "left in float" in str(q.report)
+    # The first convolution (64 x 8 x 8 outputs of 3 x 7 x 7) and the classifier (10 x 512) are float.
+    _, total = anchor_macs(relay.transform.infer_type(q.float_mod)["main"])
+    assert q.report.int8_mac_share == pytest.approx(1 - (64 * 8 * 8 * 3 * 7 * 7 + 10 * 512) / total)
     with pytest.raises(QuantizeError, match="skip_layers \\[30\\] out of range: the model has 21"):
         quantize(model, params, cal, QConfig(skip_layers=(30,)))
 
@@ -233,3 +237,25 @@ def test_bad_calibration_data(cal, message):
     model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10)
     with pytest.raises(QuantizeError, match=message):
         quantize(model, params, cal)
+
+
+def test_dcgan_generator_transposed_convolutions():
+    """conv2d_transpose is an anchor too: int8 in, int32 accumulation, IOHW weights (per-channel
+    scales along the output axis 1); only the final tanh stays in float."""
+    torch = pytest.importorskip("torch")
+    from relay.op import list_ops
+    if "nn.conv2d_transpose" not in list_ops():
+        pytest.skip("nn.conv2d_transpose is added by the compiler branch")
+    import warnings
+    from relay.frontend import from_pytorch, torch_models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.export.export(torch_models.dcgan_generator(ngf=8), (torch.randn(1, 100, 1, 1),))
+    mod, params = from_pytorch(program, name="dcgan")
+    cal = {"x": np.random.default_rng(0).standard_normal((3, 1, 100, 1, 1)).astype("float32")}
+    for per_channel in (False, True):
+        q = quantize(mod, params, cal, QConfig(per_channel=per_channel))
+        assert q.report.float_ops == ("tanh",) and q.report.cosine_min > 0.99
+        convs = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)
+                 and n.op.name == "nn.conv2d_transpose"]
+        assert len(convs) == 5 and all(n.args[0].checked_type.dtype == "int8" for n in convs)

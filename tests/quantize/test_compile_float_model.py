@@ -1,0 +1,48 @@
+"""`vta compile MODEL.onnx --calibrate DATA.npz`: import, quantise and compile in one step; the
+binary takes and returns float tensors and equals the Relay interpreter's int8 program."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+
+from relay.interpreter import Interpreter  # noqa: E402
+from relay.quantize.cli import quantize_file  # noqa: E402
+from vta.cli import main  # noqa: E402
+
+MODEL = Path(__file__).resolve().parents[2] / "examples" / "digits_cnn.onnx"
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    rng = np.random.default_rng(7)
+    path = tmp_path_factory.mktemp("cal") / "calibration.npz"
+    np.savez(path, image=rng.random((16, 1, 1, 8, 8), dtype=np.float32))
+    return path
+
+
+def test_onnx_compiles_in_one_step_and_runs_like_the_interpreter(tmp_path, calibration, capsys):
+    out = tmp_path / "digits.vtab"
+    assert main(["compile", str(MODEL), "--calibrate", str(calibration), "-o", str(out),
+                 "--config", "small"]) == 0
+    assert "agreement with float" in capsys.readouterr().out
+    x = np.random.default_rng(1).random((1, 1, 8, 8), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = tmp_path / "result.npz"
+    assert main(["run", str(out), "--input", f"image={tmp_path / 'x.npy'}", "--out", str(result),
+                 "--backend", "functional"]) == 0
+    got = np.load(result)["output_0"]
+    expected = Interpreter(quantize_file(MODEL, calibration).mod).run_main(x)
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("extra", [[], ["--per-channel"]])
+def test_float_model_options_need_calibration(tmp_path, extra, capsys):
+    model = str(MODEL) if not extra else str(tmp_path / "m.rly")
+    if extra:
+        (tmp_path / "m.rly").write_text('#[version = "0.0.5"]\ndef @main(%x: int8) { %x }\n')
+    assert main(["compile", model, "-o", str(tmp_path / "m.vtab")] + extra) == 2
+    assert "--calibrate" in capsys.readouterr().err
+    assert not (tmp_path / "m.vtab").exists()
