@@ -8,7 +8,7 @@ import relay
 from relay import transform as T
 from relay.analysis import post_order
 from relay.ir import Call, Op
-from relay.quantize import (QConfig, QuantizeError, anchor_macs, exponent_for, fold_affine_into_anchor, prepare, quantize,
+from relay.quantize import (QConfig, QuantizeError, anchor_macs, exponent_for, fold_affine_into_anchor, quantize,
                             round_half_away)
 from relay.quantize.realize import quantize_input, shift_round
 
