@@ -24,11 +24,11 @@ def test_dp16kd_blocks_pick_the_best_aspect_ratio():
 
 def test_the_original_default_is_refused_before_synthesis():
     est = config_estimate(load_config("default"))
-    assert est["MULT18X18D"] == 256                         # 1 × 16 × 16 int8 products
+    assert est["MULT18X18D"] == 256 + 3 * 16                # int8 products + ALU multiplies
     with pytest.raises(FitError) as info:
         check_fit(est, BOARD, "estimate from the configuration")
     text = str(info.value)
-    assert "MULT18X18D 256 of 156 (100 over" in text and "DP16KD" in text
+    assert "MULT18X18D 304 of 156 (148 over" in text and "DP16KD" in text
     assert "estimate from the configuration" in text
 
 
