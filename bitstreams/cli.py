@@ -78,9 +78,15 @@ def _terminate_as_interrupt(signum, frame):
 
 
 def bitstream_command(args) -> int:
-    from .boards import get_board
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        return _bitstream(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+
+def _bitstream(args) -> int:
+    from .boards import get_board
     from .build import build_bitstream
     from .progress import Progress
 
