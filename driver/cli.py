@@ -7,7 +7,11 @@ import sys
 
 import numpy as np
 
+from isa.errors import (EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_UNAVAILABLE,
+                        EXIT_USAGE)
+from isa.errors import run_command as _run_reporting
 from isa.image import ImageError, load_image
+from isa.safeio import check_output, save_npz, timeout_seconds
 from sim.functional import SCHEDULES
 
 from .backends import BACKENDS, BackendUnavailable, DeviceError, DeviceTimeout, get_backend
@@ -15,11 +19,8 @@ from .backends import BACKENDS, BackendUnavailable, DeviceError, DeviceTimeout, 
 __all__ = ["register", "main", "run_command", "EXIT_OK", "EXIT_PROGRAM_ERROR", "EXIT_USAGE",
            "EXIT_UNAVAILABLE", "EXIT_TIMEOUT"]
 
-EXIT_OK = 0
-EXIT_PROGRAM_ERROR = 1   # the program is wrong: the message names the instruction and field
-EXIT_USAGE = 2           # bad arguments, a missing or malformed image
-EXIT_UNAVAILABLE = 3     # the backend cannot run here
-EXIT_TIMEOUT = 4         # the device did not finish in time
+# The exit codes of every ``vta`` command (isa.errors, documented in ``vta --help``).
+EXIT_PROGRAM_ERROR = EXIT_REJECTED   # the program is wrong: the message names insn and field
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -32,14 +33,16 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--backend", "-b", default="functional", choices=sorted(BACKENDS),
                    help="where to run it (default: functional)")
     p.add_argument("--out", "-o", metavar="RESULT.npz",
-                   help="write dram, cycles and counters here")
+                   help="write dram, cycles and counters to exactly this file (no suffix is "
+                        "added)")
     p.add_argument("--check-races", action="store_true",
                    help="functional only: re-run under other schedules, fail if DRAM differs")
     p.add_argument("--schedule", choices=SCHEDULES, default="in-order",
                    help="functional only: the order in which ready modules run")
     p.add_argument("--seed", type=int, default=0, help="seed of the random schedule")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="give up (with the state of the busy modules) after this long")
+    p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
+                   help="give up after this many seconds of wall-clock time, with the state of "
+                        "the busy modules (exit status 4)")
     p.add_argument("--link", default=None,
                    help="board only: the host link, a serial port PORT[@BAUD] (e.g. "
                         "/dev/ttyUSB0, 3000000 baud by default) or 'sim' (the simulated board)")
@@ -93,6 +96,11 @@ def run_command(args: argparse.Namespace) -> int:
         image = load_image(args.image)
     except ImageError as exc:
         return _fail(f"{args.image}: {exc}", EXIT_USAGE)
+    # Every file the run will write must be writable before the run starts.
+    for option, value in (("--out", args.out), ("--trace", args.trace),
+                          ("--waveform", args.waveform)):
+        if value is not None:
+            check_output(value, what=option)
     options = {}
     if args.backend == "functional":
         options = dict(schedule=args.schedule, seed=args.seed, check_races=args.check_races)
@@ -123,7 +131,7 @@ def run_command(args: argparse.Namespace) -> int:
             name = f"counter_{name}"
         arrays[name] = np.int64(value)
     if args.out:
-        np.savez_compressed(args.out, **arrays)
+        save_npz(args.out, arrays)
     summary = f"{args.backend}: {image.insn_count} instructions"
     if result.cycles is not None:
         summary += f", {result.cycles} cycles"
@@ -145,8 +153,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="vta", description="VTA runtime driver")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return _run_reporting(args.func, args, f"vta {args.command}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import bisect
 
 import numpy as np
 
+from isa.arch import elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType
 
@@ -23,14 +24,6 @@ class DeviceMemoryError(RuntimeError):
 
 class OutOfDeviceMemory(DeviceMemoryError):
     """No free region is large enough for an allocation."""
-
-
-def elem_bytes(cfg: VTAConfig, mem_type: int) -> int:
-    """Bytes of one DRAM element of ``mem_type`` (the unit of ``dram_base``, SPEC §3)."""
-    return {MemType.UOP: cfg.uop_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
-            MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.OUT: cfg.out_elem_bytes,
-            MemType.ACC_8BIT: cfg.batch * cfg.block_out}[MemType(mem_type)]
 
 
 class Buffer:

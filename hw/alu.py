@@ -6,6 +6,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import ALU_LATENCY  # cycles from a micro-op's issue to its ACC write
 from isa.config import VTAConfig
 from isa.encoding import AluOp
 
@@ -13,9 +14,6 @@ from .fields import alu_insn, uop
 from .uop_loop import OFFSET_BITS, UopLoop
 
 __all__ = ["AluLane", "TensorAlu", "ALU_LATENCY"]
-
-#: Cycles from a micro-op's issue by the loop sequencer to its accumulator write.
-ALU_LATENCY = 4
 
 
 class AluLane(wiring.Component):

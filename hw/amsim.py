@@ -33,7 +33,8 @@ def run_image_amaranth(image, *, backpressure=None, max_cycles=200_000, vcd=None
         mem = dut.mem
         o = model.out
         for cycle in range(max_cycles):
-            ctx.set(mem.cmd.ready, o.cmd_ready)
+            ctx.set(mem.rcmd.ready, o.rcmd_ready)
+            ctx.set(mem.wcmd.ready, o.wcmd_ready)
             ctx.set(mem.rd.valid, o.rd_valid)
             ctx.set(mem.rd.payload, {"data": o.rd_data, "last": o.rd_last})
             ctx.set(mem.wr.ready, o.wr_ready)
@@ -42,11 +43,11 @@ def run_image_amaranth(image, *, backpressure=None, max_cycles=200_000, vcd=None
                 break
             if probe is not None:
                 probe(ctx, dut, cycle)
-            cv = ctx.get(mem.cmd.valid)
-            cmd = ctx.get(mem.cmd.payload)
+            rc, wc = ctx.get(mem.rcmd.payload), ctx.get(mem.wcmd.payload)
             wr = ctx.get(mem.wr.payload)
-            model.step(cv, cmd.addr, cmd.len, cmd.write, ctx.get(mem.rd.ready),
-                       ctx.get(mem.wr.valid), wr.data, wr.strb)
+            model.step(ctx.get(mem.rcmd.valid), rc.addr, rc.len, ctx.get(mem.wcmd.valid),
+                       wc.addr, wc.len, ctx.get(mem.rd.ready), ctx.get(mem.wr.valid), wr.data,
+                       wr.strb)
             await ctx.tick()
         result.update(dram=dram, done=ctx.get(dut.done), cycles=ctx.get(dut.cycles),
                       error_code=ctx.get(dut.error_code), error_index=ctx.get(dut.error_index),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -51,11 +51,12 @@ class AxiLiteSignature(wiring.Signature):
 
 
 class AxiMaster(wiring.Component):
-    """Memory port → AXI4 master. Combinational, zero latency, one burst at a time.
+    """Memory port → AXI4 master. Combinational, zero latency, channel for channel.
 
-    A read ``cmd`` becomes AR, a write ``cmd`` AW (ID 0, INCR, AxSIZE = log2 bus bytes,
-    AxLEN = ``len``); R beats are the ``rd`` beats (``rlast`` is ``last``); ``wr`` beats are W;
-    a B handshake (``bready`` always high) is ``wr_ack``. The core's bursts never cross a
+    ``rcmd`` is AR, ``wcmd`` AW (ID 0, INCR, AxSIZE = log2 bus bytes, AxLEN = ``len``); R beats
+    are the ``rd`` beats (``rlast`` is ``last``); ``wr`` beats are W; a B handshake (``bready``
+    always high) is ``wr_ack``. The port's several bursts in flight are several outstanding
+    AXI transactions of one ID, so the slave answers them in order, as the port requires. The core's bursts never cross a
     ``max_burst_beats × bus_bytes`` boundary, which must divide 4 KiB: so no burst crosses a
     4 KiB boundary (checked here). Responses other than OKAY are ignored.
     """
@@ -77,17 +78,16 @@ class AxiMaster(wiring.Component):
         cfg = self._cfg
         p, a = self.port, self.axi
         size = cfg.bus_bytes.bit_length() - 1
-        for ch in ("aw", "ar"):
-            m.d.comb += [getattr(a, ch + "addr").eq(p.cmd.payload.addr),
-                         getattr(a, ch + "len").eq(p.cmd.payload.len),
+        for ch, cmd in (("aw", p.wcmd), ("ar", p.rcmd)):
+            m.d.comb += [getattr(a, ch + "addr").eq(cmd.payload.addr),
+                         getattr(a, ch + "len").eq(cmd.payload.len),
                          getattr(a, ch + "size").eq(size),
                          getattr(a, ch + "burst").eq(0b01),
                          getattr(a, ch + "cache").eq(AXI_CACHE),
                          getattr(a, ch + "prot").eq(AXI_PROT)]
         m.d.comb += [
-            a.awvalid.eq(p.cmd.valid & p.cmd.payload.write),
-            a.arvalid.eq(p.cmd.valid & ~p.cmd.payload.write),
-            p.cmd.ready.eq(Mux(p.cmd.payload.write, a.awready, a.arready)),
+            a.awvalid.eq(p.wcmd.valid), p.wcmd.ready.eq(a.awready),
+            a.arvalid.eq(p.rcmd.valid), p.rcmd.ready.eq(a.arready),
             p.rd.valid.eq(a.rvalid), p.rd.payload.data.eq(a.rdata), p.rd.payload.last.eq(a.rlast),
             a.rready.eq(p.rd.ready),
             a.wvalid.eq(p.wr.valid), a.wdata.eq(p.wr.payload.data), a.wstrb.eq(p.wr.payload.strb),

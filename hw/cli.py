@@ -37,6 +37,9 @@ def _verilog(args) -> int:
     from .lint import lint_verilog
     from .verilog import write_verilog
 
+    if args.output is not None:
+        from isa.safeio import check_output
+        check_output(args.output, what="--output")      # before minutes of elaboration
     cfg = load_config(args.config)
     module = "vta_shell" if args.top == "shell" else "vta_core"
     out = args.output or REPO_ROOT / "build" / "verilog" / cfg.name / f"{module}.v"

@@ -33,7 +33,8 @@ class CoreBench:
         dut = self.dut
         dut.rst.value = 1
         dut.launch.value = 0
-        for sig in (dut.mem__cmd__ready, dut.mem__rd__valid, dut.mem__rd__payload,
+        for sig in (dut.mem__rcmd__ready, dut.mem__wcmd__ready, dut.mem__rd__valid,
+                    dut.mem__rd__payload,
                     dut.mem__wr__ready, dut.mem__wr_ack):
             sig.value = 0
         for _ in range(3):
@@ -59,33 +60,40 @@ class CoreBench:
         strb_bits = w // 8
         mask_w = (1 << w) - 1
         mask_s = (1 << strb_bits) - 1
-        cmd_ready, rd_valid, rd_payload = dut.mem__cmd__ready, dut.mem__rd__valid, dut.mem__rd__payload
+        rcmd_ready, wcmd_ready = dut.mem__rcmd__ready, dut.mem__wcmd__ready
+        rd_valid, rd_payload = dut.mem__rd__valid, dut.mem__rd__payload
         wr_ready, wr_ack = dut.mem__wr__ready, dut.mem__wr_ack
-        cmd_valid, cmd_payload = dut.mem__cmd__valid, dut.mem__cmd__payload
+        rcmd_valid, rcmd_payload = dut.mem__rcmd__valid, dut.mem__rcmd__payload
+        wcmd_valid, wcmd_payload = dut.mem__wcmd__valid, dut.mem__wcmd__payload
         rd_ready, wr_valid, wr_payload = dut.mem__rd__ready, dut.mem__wr__valid, dut.mem__wr__payload
         done = dut.done
-        last = [None] * 4
+        last = None
         o = model.out
         timed_out = True
         debug = bool(os.environ.get("VTA_RTLSIM_DEBUG"))
         for cycle in range(max_cycles):
             if debug and cycle % 100 == 0:
                 dut._log.warning(f"cycle {cycle} cmd_valid {cmd_valid.value} done {done.value}")
-            vals = (o.cmd_ready, o.rd_valid, o.rd_data | (o.rd_last << w), o.wr_ready)
+            vals = (o.rcmd_ready, o.wcmd_ready, o.rd_valid, o.rd_data | (o.rd_last << w),
+                    o.wr_ready)
             if vals != last:
-                cmd_ready.value, rd_valid.value, rd_payload.value, wr_ready.value = vals
-                last = list(vals)
+                (rcmd_ready.value, wcmd_ready.value, rd_valid.value, rd_payload.value,
+                 wr_ready.value) = vals
+                last = vals
             wr_ack.value = o.wr_ack
             await FallingEdge(self.clk)
             if int(done.value):
                 timed_out = False
                 break
-            cv = int(cmd_valid.value)
-            cp = int(cmd_payload.value) if cv else 0
+            rv = int(rcmd_valid.value)
+            rp = int(rcmd_payload.value) if rv else 0
+            cv = int(wcmd_valid.value)
+            cp = int(wcmd_payload.value) if cv else 0
             wv = int(wr_valid.value)
             wp = int(wr_payload.value) if wv else 0
-            model.step(cv, cp & 0xFFFFFFFF, (cp >> 32) & 0xFF, (cp >> 40) & 1,
-                       int(rd_ready.value), wv, wp & mask_w, (wp >> w) & mask_s)
+            model.step(rv, rp & 0xFFFFFFFF, (rp >> 32) & 0xFF, cv, cp & 0xFFFFFFFF,
+                       (cp >> 32) & 0xFF, int(rd_ready.value), wv, wp & mask_w,
+                       (wp >> w) & mask_s)
             await RisingEdge(self.clk)
         result = {
             "dram": dram,

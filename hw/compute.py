@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
 from isa.errors import ErrorCode
@@ -77,7 +78,7 @@ class ComputeModule(wiring.Component):
         m.submodules.ld_acc = ld_acc = TensorLoader(cfg, elem_bytes=cfg.acc_elem_bytes,
                                                     sram_bits=cfg.acc_elem_bits,
                                                     addr_bits=cfg.log_acc_depth)
-        acc8_bytes = cfg.batch * cfg.block_out
+        acc8_bytes = elem_bytes(cfg, MemType.ACC_8BIT)
         m.submodules.ld_acc8 = ld_acc8 = TensorLoader(
             cfg, elem_bytes=acc8_bytes, sram_bits=cfg.acc_elem_bits,
             addr_bits=cfg.log_acc_depth,

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
-from isa.registers import COUNTERS
+from isa.arch import COUNTERS, STAGES
 
 from .compute import ComputeModule
 from .fetch import FetchModule
@@ -203,17 +203,12 @@ class VTACore(wiring.Component):
         m.d.comb += active.eq((running | go) & ~done)
         cycles = Signal(64)
         m.d.comb += self.cycles.eq(cycles)
-        counters = {name: Signal(32, name=name) for name in ("fetch_busy", "fetch_stall",
-                                                               "load_busy", "load_stall",
-                                                               "compute_busy", "compute_stall",
-                                                               "store_busy", "store_stall",
-                                                               "gemm_uops", "alu_uops",
-                                                               "mem_busy")}
+        counters = {name: Signal(32, name=name) for name in COUNTERS}
         events = {
             "fetch_busy": fetch.busy, "fetch_stall": fetch.stall,
             "gemm_uops": compute.gemm_uop, "alu_uops": compute.alu_uop, "mem_busy": ~arb.idle,
         }
-        for name, mod in zip(("load", "compute", "store"), modules):
+        for name, mod in zip(STAGES, modules):
             events[f"{name}_busy"] = ~mod.idle | mod.pop
             events[f"{name}_stall"] = mod.blocked
         with m.If(active):

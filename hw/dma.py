@@ -1,8 +1,9 @@
-"""DMA engines: a burst reader and a burst writer of element streams, and the 2-D tensor loader.
+"""DMA engines: a burst reader and a burst writer of 2-D element streams, and the tensor loader.
 
-Every engine talks to one :class:`~hw.memport.MemPortSignature` port and keeps exactly one burst
-outstanding. Bursts cover the bus-aligned span of the transfer and are split so that none crosses
-a ``max_burst_beats × bus_bytes`` boundary (therefore never a 4 KiB boundary).
+Every engine talks to one :class:`~hw.memport.MemPortSignature` port and issues its bursts'
+commands ahead of their data (several bursts in flight). Bursts cover the bus-aligned span of
+each row and are split so that none crosses a ``max_burst_beats × bus_bytes`` boundary
+(therefore never a 4 KiB boundary).
 """
 
 from __future__ import annotations
@@ -26,47 +27,71 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
-class _BurstSplitter:
-    """Shared burst bookkeeping of the reader and the writer (the rule of isa.bursts)."""
+class _Walker:
+    """Walks the bursts of a 2-D transfer (the rule of :func:`isa.bursts.span_beats`, row by
+    row): ``cur`` the next beat, ``left`` the beats left in the row, ``row`` the row's byte
+    address, ``rows_left`` the rows after it. ``burst`` is the next burst's length; ``advance``
+    moves past it (to the next row's first beat when it ends the row)."""
 
-    def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count_bits: int):
+    def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count, stride, name: str):
         self.lb = _log2(cfg.bus_bytes)
         self.le = _log2(elem_bytes)
         self.lm = _log2(cfg.max_burst_beats)
-        self.cur_beat = Signal(_WIDE)
-        self.beats_left = Signal(_WIDE)
-        self.burst = Signal(range(cfg.max_burst_beats + 1))
+        self.cur = Signal(_WIDE, name=f"{name}_cur")
+        self.left = Signal(_WIDE, name=f"{name}_left")
+        self.row = Signal(_WIDE, name=f"{name}_row")
+        self.rows_left = Signal(16, name=f"{name}_rows_left")
+        self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
+        self.row_end = Signal(name=f"{name}_row_end")
+        self.next_row = Signal(_WIDE, name=f"{name}_next_row")
+        self._count = count
         mb = cfg.max_burst_beats
-        room = Signal(range(mb + 1))
-        m.d.comb += room.eq(mb - self.cur_beat[:self.lm]) if self.lm else room.eq(1)
-        m.d.comb += self.burst.eq(Mux(self.beats_left < room, self.beats_left, room))
+        room = Signal(range(mb + 1), name=f"{name}_room")
+        m.d.comb += room.eq(mb - self.cur[:self.lm]) if self.lm else room.eq(1)
+        m.d.comb += [self.burst.eq(Mux(self.left < room, self.left, room)),
+                     self.row_end.eq(self.left == self.burst),
+                     self.next_row.eq(self.row + stride)]
+        self._first_n, self._beats_n = self.span(m, self.next_row, count, f"{name}_n")
 
-    def start(self, m: Module, addr, count):
-        first = Signal(_WIDE)
-        end = Signal(_WIDE)
-        m.d.comb += [first.eq(addr >> self.lb), end.eq(addr + (count << self.le))]
-        m.d.sync += [self.cur_beat.eq(first),
-                     self.beats_left.eq(((end - 1) >> self.lb) - first + 1)]
+    def span(self, m: Module, addr, count, name: str):
+        """(first beat, beats) of a row of ``count`` elements at byte address ``addr``."""
+        first = Signal(_WIDE, name=f"{name}_first")
+        beats = Signal(_WIDE, name=f"{name}_beats")
+        end = Signal(_WIDE, name=f"{name}_end")
+        m.d.comb += [first.eq(addr >> self.lb), end.eq(addr + (count << self.le)),
+                     beats.eq(((end - 1) >> self.lb) - first + 1)]
+        return first, beats
 
-    def issue(self, m: Module, cmd, write: int):
-        m.d.comb += [cmd.payload.addr.eq(self.cur_beat << self.lb),
-                     cmd.payload.len.eq(self.burst - 1),
-                     cmd.payload.write.eq(write)]
-        with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [self.cur_beat.eq(self.cur_beat + self.burst),
-                         self.beats_left.eq(self.beats_left - self.burst)]
+    def start(self, m: Module, addr, count, rows):
+        first, beats = self.span(m, addr, count, f"{self.cur.name}_s")
+        m.d.sync += [self.cur.eq(first), self.left.eq(Mux(rows == 0, 0, beats)),
+                     self.row.eq(addr), self.rows_left.eq(rows - 1)]
+
+    def advance(self, m: Module):
+        m.d.sync += [self.cur.eq(self.cur + self.burst), self.left.eq(self.left - self.burst)]
+        with m.If(self.row_end & (self.rows_left != 0)):
+            m.d.sync += [self.row.eq(self.next_row), self.cur.eq(self._first_n),
+                         self.left.eq(self._beats_n), self.rows_left.eq(self.rows_left - 1)]
+
+
+def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
+    return {"start": In(1), "addr": In(ADDR_BITS), "count": In(count_bits),
+            "rows": In(16, init=1), "stride": In(ADDR_BITS), "busy": Out(1),
+            "port": Out(MemPortSignature(cfg))}
 
 
 class DmaReader(wiring.Component):
-    """Reads ``count`` elements of ``elem_bytes`` at byte address ``addr`` as an element stream.
+    """Reads ``rows`` rows of ``count`` elements of ``elem_bytes`` (row *y* at byte address
+    ``addr + y·stride``) as one element stream.
 
-    Latency: ``start`` in cycle *c* → first ``cmd`` offered in *c* + 1 (while ``issue_ok``).
-    An element leaves ``out`` in the same cycle as the bus beat that completes it (combinational
-    path from ``rd``), so the consumer must always accept (``out`` has no ``ready``).
-    Throughput: one beat per cycle if ``elem_bytes ≥ bus_bytes``; otherwise one element per
-    cycle (``rd.ready`` falls until every element of the beat has left). After the last beat of
-    a burst the next ``cmd`` is offered in the following cycle. ``busy`` is high from *c* + 1
-    until the cycle after the last beat.
+    Commands: ``start`` in cycle *c* → the first ``rcmd`` is offered in *c* + 1 (while
+    ``issue_ok``), and each following burst's ``rcmd`` in the cycle after the previous
+    handshake, without waiting for data (the arbiter bounds the bursts in flight). Data: an
+    element leaves ``out`` in the cycle of the bus beat that completes it (combinational path
+    from ``rd``) while ``out.ready``: one beat per cycle if ``elem_bytes ≥ bus_bytes``;
+    otherwise one element per cycle (``rd.ready`` only with the beat's last element of the
+    row's span). ``busy`` is high from *c* + 1 until every command is issued and every element
+    has left.
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -74,88 +99,96 @@ class DmaReader(wiring.Component):
         self._eb = elem_bytes
         self._count_bits = count_bits
         super().__init__({
-            "start": In(1),
-            "addr": In(ADDR_BITS),
-            "count": In(count_bits),
+            **_engine_members(cfg, count_bits),
             "issue_ok": In(1, init=1),
-            "busy": Out(1),
-            "out": Out(stream.Signature(unsigned(elem_bytes * 8), always_ready=True)),
-            "port": Out(MemPortSignature(cfg)),
+            "out": Out(stream.Signature(unsigned(elem_bytes * 8))),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg, eb, bb = self._cfg, self._eb, self._cfg.bus_bytes
         w = bb * 8
-        bs = _BurstSplitter(m, cfg, eb, self._count_bits)
+        le = _log2(eb)
+        count = Signal(self._count_bits)
+        stride = Signal(ADDR_BITS)
+        iw = _Walker(m, cfg, eb, count, stride, "issue")
         port = self.port
         rd_fire = Signal()
-        m.d.comb += rd_fire.eq(port.rd.valid & port.rd.ready)
-
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    bs.start(m, self.addr, self.count)
-                    m.next = "ISSUE"
-            with m.State("ISSUE"):
-                m.d.comb += [self.busy.eq(1), port.cmd.valid.eq(self.issue_ok)]
-                bs.issue(m, port.cmd, write=0)
-                with m.If(port.cmd.valid & port.cmd.ready):
-                    m.next = "DATA"
-            with m.State("DATA"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(rd_fire & port.rd.payload.last):
-                    with m.If(bs.beats_left == 0):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "ISSUE"
+        take = Signal()
+        active = Signal()             # elements still to come
+        drow = Signal(_WIDE)          # byte address of the data row
+        drows_left = Signal(16)
+        left = Signal(self._count_bits)   # elements left in the data row
+        m.d.comb += [rd_fire.eq(port.rd.valid & port.rd.ready),
+                     take.eq(self.out.valid & self.out.ready),
+                     self.busy.eq((iw.left != 0) | active),
+                     port.rcmd.valid.eq(self.issue_ok & (iw.left != 0)),
+                     port.rcmd.payload.addr.eq(iw.cur << iw.lb),
+                     port.rcmd.payload.len.eq(iw.burst - 1)]
+        with m.If(port.rcmd.valid & port.rcmd.ready):
+            iw.advance(m)
+        with m.If(self.start):
+            iw.start(m, self.addr, self.count, self.rows)
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
+                         drows_left.eq(self.rows - 1), left.eq(self.count),
+                         active.eq((self.rows != 0) & (self.count != 0))]
+        with m.Elif(take):
+            m.d.sync += left.eq(left - 1)
+            with m.If(left == 1):
+                m.d.sync += [left.eq(count), drow.eq(drow + stride),
+                             drows_left.eq(drows_left - 1)]
+                with m.If(drows_left == 0):
+                    m.d.sync += active.eq(0)
 
         if eb >= bb:
             k = eb // bb
-            m.d.comb += port.rd.ready.eq(1)
+            m.d.comb += port.rd.ready.eq(self.out.ready)
             if k == 1:
-                m.d.comb += [self.out.valid.eq(port.rd.valid), self.out.payload.eq(port.rd.payload.data)]
+                m.d.comb += [self.out.valid.eq(port.rd.valid),
+                             self.out.payload.eq(port.rd.payload.data)]
             else:
                 sr = Signal((k - 1) * w)
                 cnt = Signal(range(k))
-                m.d.comb += self.out.payload.eq(Cat(sr, port.rd.payload.data))
-                with m.If(self.start & ~self.busy):
+                m.d.comb += [self.out.payload.eq(Cat(sr, port.rd.payload.data)),
+                             self.out.valid.eq(port.rd.valid & (cnt == k - 1))]
+                with m.If(self.start):
                     m.d.sync += cnt.eq(0)
                 with m.Elif(rd_fire):
-                    with m.If(cnt == k - 1):
-                        m.d.comb += self.out.valid.eq(1)
-                        m.d.sync += cnt.eq(0)
-                    with m.Else():
-                        m.d.sync += cnt.eq(cnt + 1)
-                    m.d.sync += sr.eq(Cat(sr[w:], port.rd.payload.data) if k > 2
-                                      else port.rd.payload.data)
+                    m.d.sync += [cnt.eq(Mux(cnt == k - 1, 0, cnt + 1)),
+                                 sr.eq(Cat(sr[w:], port.rd.payload.data) if k > 2
+                                       else port.rd.payload.data)]
         else:
             per = bb // eb
             lane = Signal(range(per))
-            left = Signal(self._count_bits)
             last_lane = Signal()
+            nxt = Signal(_WIDE)
             m.d.comb += [
                 self.out.payload.eq(port.rd.payload.data.word_select(lane, eb * 8)),
                 self.out.valid.eq(port.rd.valid),
                 last_lane.eq((lane == per - 1) | (left == 1)),
-                port.rd.ready.eq(last_lane),
+                port.rd.ready.eq(self.out.ready & last_lane),
+                nxt.eq(drow + stride),
             ]
-            with m.If(self.start & ~self.busy):
-                m.d.sync += [lane.eq((self.addr >> _log2(eb))[:_log2(per)]), left.eq(self.count)]
-            with m.Elif(port.rd.valid):
-                m.d.sync += [left.eq(left - 1), lane.eq(Mux(last_lane, 0, lane + 1))]
+            with m.If(self.start):
+                m.d.sync += lane.eq((self.addr >> le)[:_log2(per)])
+            with m.Elif(take):
+                m.d.sync += lane.eq(Mux(left == 1, (nxt >> le)[:_log2(per)],
+                                        Mux(last_lane, 0, lane + 1)))
         return m
 
 
 class DmaWriter(wiring.Component):
-    """Writes ``count`` elements of ``elem_bytes`` from the stream ``inp`` to byte address ``addr``.
+    """Writes ``rows`` rows of ``count`` elements of ``elem_bytes`` from the stream ``inp``
+    (row *y* at byte address ``addr + y·stride``).
 
-    ``start`` in cycle *c* → first ``cmd`` offered in *c* + 1. After the ``cmd`` handshake the
-    burst's beats are offered from the next cycle: if ``elem_bytes ≥ bus_bytes`` one beat per
-    cycle (each element gives ``elem_bytes / bus_bytes`` beats), otherwise one element per cycle
-    and a beat in the cycle its last element arrives (partial beats carry byte strobes). After
-    the last beat the writer waits for ``wr_ack``; the next ``cmd`` is offered in the cycle after
-    the ack. ``busy`` is high from *c* + 1 until the cycle after the last ack.
+    Commands: ``start`` in cycle *c* → the first ``wcmd`` is offered in *c* + 1 and each next
+    one in the cycle after the previous handshake, while fewer than ``cfg.mem_outstanding``
+    write bursts are unacknowledged. Data: a burst's beats are offered from the cycle after its
+    ``wcmd`` handshake: if ``elem_bytes ≥ bus_bytes`` one beat per cycle (each element gives
+    ``elem_bytes / bus_bytes`` beats, full strobes), otherwise one element per cycle and a beat
+    in the cycle its last element (of the beat, or of the row) arrives, with the strobes of the
+    lanes it carries. ``busy`` is high from *c* + 1 until every beat is written and the last
+    ``wr_ack`` has been seen.
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -163,71 +196,76 @@ class DmaWriter(wiring.Component):
         self._eb = elem_bytes
         self._count_bits = count_bits
         super().__init__({
-            "start": In(1),
-            "addr": In(ADDR_BITS),
-            "count": In(count_bits),
-            "busy": Out(1),
+            **_engine_members(cfg, count_bits),
             "inp": In(stream.Signature(unsigned(elem_bytes * 8))),
-            "port": Out(MemPortSignature(cfg)),
         })
 
     def elaborate(self, platform):
         m = Module()
         cfg, eb, bb = self._cfg, self._eb, self._cfg.bus_bytes
         w = bb * 8
-        bs = _BurstSplitter(m, cfg, eb, self._count_bits)
+        le = _log2(eb)
+        depth = cfg.mem_outstanding
+        count = Signal(self._count_bits)
+        stride = Signal(ADDR_BITS)
+        iw = _Walker(m, cfg, eb, count, stride, "issue")
+        dw = _Walker(m, cfg, eb, count, stride, "data")
         port = self.port
+        pending = Signal(range(depth + 1))   # write bursts not yet acknowledged
+        ahead = Signal(range(depth + 1))     # bursts commanded whose beats are still to go
         beat = Signal(range(cfg.max_burst_beats + 1))
-        blen = Signal(range(cfg.max_burst_beats + 1))
-        data_phase = Signal()
+        active = Signal()
+        data_ok = Signal()
+        wcmd_fire = Signal()
         wr_fire = Signal()
-        m.d.comb += [wr_fire.eq(port.wr.valid & port.wr.ready),
-                     port.wr.payload.last.eq(beat == blen - 1)]
-
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    bs.start(m, self.addr, self.count)
-                    m.next = "ISSUE"
-            with m.State("ISSUE"):
-                m.d.comb += [self.busy.eq(1), port.cmd.valid.eq(1)]
-                bs.issue(m, port.cmd, write=1)
-                with m.If(port.cmd.ready):
-                    m.d.sync += [beat.eq(0), blen.eq(bs.burst)]
-                    m.next = "DATA"
-            with m.State("DATA"):
-                m.d.comb += [self.busy.eq(1), data_phase.eq(1)]
-                with m.If(wr_fire):
-                    m.d.sync += beat.eq(beat + 1)
-                    with m.If(beat == blen - 1):
-                        m.next = "ACK"
-            with m.State("ACK"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(port.wr_ack):
-                    with m.If(bs.beats_left == 0):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "ISSUE"
+        burst_done = Signal()
+        m.d.comb += [
+            port.wcmd.valid.eq((iw.left != 0) & (pending != depth)),
+            port.wcmd.payload.addr.eq(iw.cur << iw.lb),
+            port.wcmd.payload.len.eq(iw.burst - 1),
+            wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
+            data_ok.eq(active & (ahead != 0)),
+            wr_fire.eq(port.wr.valid & port.wr.ready),
+            port.wr.payload.last.eq(beat == dw.burst - 1),
+            burst_done.eq(wr_fire & port.wr.payload.last),
+            self.busy.eq((iw.left != 0) | active | (pending != 0)),
+        ]
+        m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
+                     ahead.eq(ahead + wcmd_fire - burst_done)]
+        with m.If(wcmd_fire):
+            iw.advance(m)
+        with m.If(self.start):
+            iw.start(m, self.addr, self.count, self.rows)
+            dw.start(m, self.addr, self.count, self.rows)
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
+                         active.eq((self.rows != 0) & (self.count != 0))]
+        with m.Elif(burst_done):
+            dw.advance(m)
+            m.d.sync += beat.eq(0)
+            with m.If(dw.row_end & (dw.rows_left == 0)):
+                m.d.sync += active.eq(0)
+        with m.Elif(wr_fire):
+            m.d.sync += beat.eq(beat + 1)
 
         if eb >= bb:
             k = eb // bb
             sub = Signal(range(k))
             m.d.comb += [
-                port.wr.valid.eq(data_phase & self.inp.valid),
+                port.wr.valid.eq(data_ok & self.inp.valid),
                 port.wr.payload.data.eq(self.inp.payload.word_select(sub, w) if k > 1
                                         else self.inp.payload),
                 port.wr.payload.strb.eq(Const(-1, bb)),
-                self.inp.ready.eq(data_phase & port.wr.ready & (sub == k - 1)),
+                self.inp.ready.eq(data_ok & port.wr.ready & (sub == k - 1)),
             ]
             if k > 1:
-                with m.If(self.start & ~self.busy):
+                with m.If(self.start):
                     m.d.sync += sub.eq(0)
                 with m.Elif(wr_fire):
                     m.d.sync += sub.eq(Mux(sub == k - 1, 0, sub + 1))
         else:
             per = bb // eb
             lane = Signal(range(per))
-            left = Signal(self._count_bits)
+            left = Signal(self._count_bits)     # elements left in the row
             acc = Signal(w)
             strb = Signal(bb)
             closes = Signal()
@@ -243,13 +281,13 @@ class DmaWriter(wiring.Component):
                     m.d.comb += [cur_data[i * eb * 8:(i + 1) * eb * 8].eq(self.inp.payload),
                                  cur_strb[i * eb:(i + 1) * eb].eq(Const(-1, eb))]
             m.d.comb += [
-                port.wr.valid.eq(data_phase & self.inp.valid & closes),
+                port.wr.valid.eq(data_ok & self.inp.valid & closes),
                 port.wr.payload.data.eq(cur_data),
                 port.wr.payload.strb.eq(cur_strb),
-                self.inp.ready.eq(data_phase & (~closes | port.wr.ready)),
+                self.inp.ready.eq(data_ok & (~closes | port.wr.ready)),
             ]
-            with m.If(self.start & ~self.busy):
-                m.d.sync += [lane.eq((self.addr >> _log2(eb))[:_log2(per)]),
+            with m.If(self.start):
+                m.d.sync += [lane.eq((self.addr >> le)[:_log2(per)]),
                              left.eq(self.count), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
                 m.d.sync += left.eq(left - 1)
@@ -257,19 +295,22 @@ class DmaWriter(wiring.Component):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():
                     m.d.sync += [lane.eq(lane + 1), acc.eq(cur_data), strb.eq(cur_strb)]
+                with m.If(left == 1):
+                    m.d.sync += [left.eq(count), lane.eq((dw.next_row >> le)[:_log2(per)])]
         return m
 
 
 class TensorLoader(wiring.Component):
     """2-D LOAD with zero padding into one on-chip buffer (reference §3.2).
 
-    ``start`` (cycle *c*, fields on ``insn``; ``x_size ≥ 1``) → ``busy`` from *c* + 1. Rows are
-    processed in order, each beginning with one ROW cycle. A pad row then writes ``row_len``
-    zeros (one per cycle). A data row writes ``x_pad_0`` zeros, then the ``x_size`` elements as
-    the :class:`DmaReader` delivers them (started in the ROW cycle if ``x_pad_0 == 0``, else in
-    the cycle of the last left-pad zero), then ``x_pad_1`` zeros; the row after the last element
-    of a data row with ``x_pad_1 == 0`` starts in the next cycle. A final ROW cycle with
-    ``r == rows`` ends the instruction: ``busy`` is low from the cycle after it.
+    ``start`` (cycle *c*, fields on ``insn``; ``x_size ≥ 1``) → ``busy`` from *c* + 1; the
+    :class:`DmaReader` is started in *c* for all ``y_size`` data rows, so its commands run
+    ahead of the rows' processing. Rows are processed in order, each beginning with one ROW
+    cycle. A pad row then writes ``row_len`` zeros (one per cycle). A data row writes
+    ``x_pad_0`` zeros, then the ``x_size`` elements as the reader delivers them (it accepts
+    them only in DATA), then ``x_pad_1`` zeros; the row after the last element of a data row
+    with ``x_pad_1 == 0`` starts in the next cycle. A final ROW cycle with ``r == rows`` ends
+    the instruction: ``busy`` is low from the cycle after it.
     SRAM writes are dense from ``sram_base`` (``wr_addr``/``wr_data``/``wr_en``).
     """
 
@@ -297,15 +338,17 @@ class TensorLoader(wiring.Component):
         r = Signal(24)       # row counter
         n = Signal(24)       # cells left in the current zero run / data run
         sram_addr = Signal(ADDR_BITS)
-        row_dram = Signal(_WIDE)  # element index in DRAM of the current data row
         row_len = Signal(24)
         rows = Signal(24)
         le = _log2(self._eb)
         m.d.comb += [
             row_len.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1),
             rows.eq(insn.y_pad_0 + insn.y_size + insn.y_pad_1),
-            reader.addr.eq(row_dram << le),
-            reader.count.eq(insn.x_size),
+            reader.start.eq(self.start),
+            reader.addr.eq(self.insn.dram_base << le),
+            reader.count.eq(self.insn.x_size),
+            reader.rows.eq(self.insn.y_size),
+            reader.stride.eq(self.insn.x_stride << le),
             self.wr_addr.eq(sram_addr),
         ]
         data = reader.out.payload if self._transform is None else self._transform(reader.out.payload)
@@ -314,8 +357,7 @@ class TensorLoader(wiring.Component):
             m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0)]
             m.d.sync += [sram_addr.eq(sram_addr + 1), n.eq(n - 1)]
 
-        def start_reader():
-            m.d.comb += reader.start.eq(1)
+        def start_data():
             m.d.sync += n.eq(insn.x_size)
 
         def after_data():
@@ -323,15 +365,14 @@ class TensorLoader(wiring.Component):
                 m.d.sync += n.eq(insn.x_pad_1)
                 m.next = "RPAD"
             with m.Else():
-                m.d.sync += [r.eq(r + 1), row_dram.eq(row_dram + insn.x_stride)]
+                m.d.sync += r.eq(r + 1)
                 m.next = "ROW"
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += [insn.eq(self.insn), r.eq(0),
-                                 sram_addr.eq(self.insn.sram_base),
-                                 row_dram.eq(self.insn.dram_base)]
+                                 sram_addr.eq(self.insn.sram_base)]
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
@@ -344,7 +385,7 @@ class TensorLoader(wiring.Component):
                     m.d.sync += n.eq(insn.x_pad_0)
                     m.next = "LPAD"
                 with m.Else():
-                    start_reader()
+                    start_data()
                     m.next = "DATA"
             with m.State("ZERO"):
                 m.d.comb += self.busy.eq(1)
@@ -356,10 +397,10 @@ class TensorLoader(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n == 1):
-                    start_reader()
+                    start_data()
                     m.next = "DATA"
             with m.State("DATA"):
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += [self.busy.eq(1), reader.out.ready.eq(1)]
                 with m.If(reader.out.valid):
                     m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(data)]
                     m.d.sync += [sram_addr.eq(sram_addr + 1), n.eq(n - 1)]
@@ -369,6 +410,6 @@ class TensorLoader(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n == 1):
-                    m.d.sync += [r.eq(r + 1), row_dram.eq(row_dram + insn.x_stride)]
+                    m.d.sync += r.eq(r + 1)
                     m.next = "ROW"
         return m

@@ -7,6 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import STAGES as QUEUE_NAMES
 from isa.config import VTAConfig
 from isa.encoding import AluOp, MemType, Opcode
 from isa.errors import ErrorCode
@@ -18,8 +19,7 @@ from .modcommon import ERR_BITS
 
 __all__ = ["FetchModule", "QUEUE_NAMES"]
 
-#: Command queues in the order of the fetch module's outputs.
-QUEUE_NAMES = ("load", "compute", "store")
+# QUEUE_NAMES: the command queues in the order of the fetch module's outputs (the stages).
 
 
 def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
@@ -33,8 +33,9 @@ class FetchModule(wiring.Component):
 
     ``start`` in cycle *c* → the :class:`~hw.dma.DmaReader` offers its first burst in *c* + 1.
     Instructions enter a buffer of 2P entries (P = instructions per full burst); a new burst is
-    only requested while the buffer holds at most P, so reading overlaps dispatch and the
-    memory port is never held by a stalled fetch. An instruction written into the buffer in
+    requested (prefetched, without waiting for the previous burst's data) only while the
+    buffer's level plus P per burst in flight plus P for the new one fit in 2P, so every
+    requested instruction has room and reading never stalls the read channel. An instruction written into the buffer in
     cycle *t* can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
     command queue (STORE → store; LOAD INP/WGT → load; LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH
     → compute) and stalls while that queue is full (head-of-line). The errors that the fields
@@ -65,11 +66,20 @@ class FetchModule(wiring.Component):
         m.submodules.buf = buf = SyncFIFO(width=128, depth=depth)
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         running = Signal()
+        # Bursts requested and not yet complete: each may bring up to P instructions, so a
+        # burst is requested only while the buffer has room for it and for those in flight.
+        inflight = Signal(2)
+        rcmd_fire = Signal()
+        rd_done = Signal()
         m.d.comb += [
             reader.addr.eq(self.insn_addr), reader.count.eq(self.insn_count),
-            reader.issue_ok.eq(running & (buf.level <= depth - per)),
+            reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
+            reader.issue_ok.eq(running & (buf.level + inflight * per <= depth - per)),
             buf.w_data.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
+            rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
+            rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
         ]
+        m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
         head = Signal(mem_insn())
         m.d.comb += head.eq(buf.r_data)
         index = Signal(INDEX_BITS)

@@ -6,15 +6,13 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import GEMM_LATENCY  # cycles from a micro-op's issue to its ACC write
 from isa.config import VTAConfig
 
 from .fields import gemm_insn, uop
 from .uop_loop import OFFSET_BITS, UopLoop
 
 __all__ = ["GemmCore", "GEMM_LATENCY"]
-
-#: Cycles from a micro-op's issue by the loop sequencer to its accumulator write.
-GEMM_LATENCY = 5
 
 
 class GemmCore(wiring.Component):

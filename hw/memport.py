@@ -1,42 +1,55 @@
 """The memory port of the core: one request/response protocol and the arbiter behind it.
 
-Protocol (all signals in the ``sync`` domain, a handshake happens in a cycle where ``valid`` and
-``ready`` are both high at the rising edge):
+Protocol (all signals in the ``sync`` domain; a handshake happens in a cycle where ``valid`` and
+``ready`` are both high at the rising edge). Reads and writes have their own channels, as AXI4
+has (``rcmd`` ≙ AR, ``rd`` ≙ R, ``wcmd`` ≙ AW, ``wr`` ≙ W, ``wr_ack`` ≙ B):
 
-* ``cmd`` (initiator → memory): ``addr`` (byte address, aligned to the bus width), ``len``
-  (beats − 1, at most ``cfg.max_burst_beats − 1``; a burst never crosses a
-  ``max_burst_beats × bus_bytes`` boundary), ``write``.
-* ``rd`` (memory → initiator): one beat per handshake, ``data`` and ``last``; beats come in
-  address order. Only read bursts produce ``rd`` beats.
-* ``wr`` (initiator → memory): ``len + 1`` beats for a write burst, ``data``, ``strb`` (byte
-  enables) and ``last``.
-* ``wr_ack`` (memory → initiator): a one-cycle pulse when a write burst has been committed.
+* ``rcmd`` (initiator → memory): a read burst, ``addr`` (byte address, aligned to the bus
+  width) and ``len`` (beats − 1, at most ``cfg.max_burst_beats − 1``; a burst never crosses a
+  ``max_burst_beats × bus_bytes`` boundary, hence never a 4 KiB one).
+* ``rd`` (memory → initiator): one beat per handshake, ``data`` and ``last``. Beats come in
+  address order and bursts in the order of their ``rcmd`` handshakes (in-order responses).
+* ``wcmd`` (initiator → memory): a write burst, ``addr`` and ``len`` as for ``rcmd``.
+* ``wr`` (initiator → memory): the ``len + 1`` beats of each write burst in ``wcmd`` order,
+  ``data``, ``strb`` (byte enables) and ``last``. A burst's beats follow its ``wcmd``
+  handshake (from the next cycle on).
+* ``wr_ack`` (memory → initiator): a one-cycle pulse per write burst, in order, when it is
+  committed.
 
-Exactly one burst is outstanding at a time: after a ``cmd`` handshake the next one may happen
-at the earliest in the cycle after the read burst's last ``rd`` handshake or after the write
-burst's ``wr_ack`` pulse.
+Several bursts may be in flight: a new ``rcmd`` may be handed over while earlier read bursts'
+data is still to come, a new ``wcmd`` before earlier writes are acknowledged, and reads and
+writes proceed independently. The core never has more than ``cfg.mem_outstanding`` read
+bursts (``rcmd`` handshake to last ``rd`` beat) nor more than that many write bursts (``wcmd``
+handshake to ``wr_ack``) in flight; a memory may accept fewer by holding ``ready`` low.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from isa.config import VTAConfig
 
-__all__ = ["ADDR_BITS", "LEN_BITS", "MemPortSignature", "MemArbiter", "CLIENTS"]
+__all__ = ["ADDR_BITS", "LEN_BITS", "MemPortSignature", "MemArbiter", "CLIENTS",
+           "READ_CLIENTS"]
 
 ADDR_BITS = 32
 LEN_BITS = 8
 
-#: Arbiter inputs in priority order (index 0 wins).
+#: The core's memory clients, in the order of the arbiter's inputs.
 CLIENTS = ("fetch", "load", "compute", "store")
+#: The clients that read (round-robin on ``rcmd``); the store is the only writer.
+READ_CLIENTS = CLIENTS[:3]
+
+
+def _wrap_inc(v, n: int):
+    """``(v + 1) mod n`` for a counter below ``n``."""
+    return 0 if n == 1 else Mux(v == n - 1, 0, v + 1)
 
 
 def cmd_layout() -> data.StructLayout:
-    return data.StructLayout({"addr": unsigned(ADDR_BITS), "len": unsigned(LEN_BITS),
-                              "write": unsigned(1)})
+    return data.StructLayout({"addr": unsigned(ADDR_BITS), "len": unsigned(LEN_BITS)})
 
 
 class MemPortSignature(wiring.Signature):
@@ -46,9 +59,10 @@ class MemPortSignature(wiring.Signature):
         self._cfg = cfg
         w = cfg.bus_width
         super().__init__({
-            "cmd": Out(stream.Signature(cmd_layout())),
+            "rcmd": Out(stream.Signature(cmd_layout())),
             "rd": In(stream.Signature(data.StructLayout({"data": unsigned(w),
                                                          "last": unsigned(1)}))),
+            "wcmd": Out(stream.Signature(cmd_layout())),
             "wr": Out(stream.Signature(data.StructLayout({"data": unsigned(w),
                                                           "strb": unsigned(w // 8),
                                                           "last": unsigned(1)}))),
@@ -63,71 +77,94 @@ class MemPortSignature(wiring.Signature):
 
 
 class MemArbiter(wiring.Component):
-    """Grant-and-hold arbiter between fetch, load, compute and store (fixed priority).
+    """Per-command round-robin arbiter of the read clients; the store's write channels pass.
 
-    In a cycle where no burst is outstanding and ``halt`` is low, the highest-priority client
-    (fetch > load > compute > store) with ``cmd.valid`` is connected combinationally to the
-    memory's ``cmd``; when that handshake happens the client owns the port until its burst
-    ends (last read beat handshake, or ``wr_ack``). Zero added latency; one burst at a time.
-    ``idle`` is high when no burst is outstanding.
+    Reads: in a cycle where ``halt`` is low and fewer than ``cfg.mem_outstanding`` read bursts
+    are in flight, the first client with ``rcmd.valid`` in the order ``ptr, ptr+1, …`` (mod 3;
+    fetch 0, load 1, compute 2) is connected combinationally to the memory's ``rcmd`` (zero
+    added latency); its handshake sets ``ptr`` to the next client, so a client waits for at
+    most two other commands (no starvation). The granted client's number is queued (a FIFO of
+    ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
+    popped with the ``last`` beat's handshake. Writes: the store's ``wcmd`` (while ``halt`` is
+    low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
+    or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
     """
 
-    def __init__(self, cfg: VTAConfig, n: int = len(CLIENTS)):
+    def __init__(self, cfg: VTAConfig):
         self._cfg = cfg
-        self._n = n
+        self._n = len(READ_CLIENTS)
         super().__init__({
-            "clients": In(MemPortSignature(cfg)).array(n),
+            "clients": In(MemPortSignature(cfg)).array(len(CLIENTS)),
             "mem": Out(MemPortSignature(cfg)),
             "halt": In(1),
             "idle": Out(1),
-            "owner": Out(range(n + 1)),  # n = none
         })
 
     def elaborate(self, platform):
         m = Module()
-        busy = Signal()
-        grant = Signal(range(self._n))
-        is_write = Signal()
-        m.d.comb += self.idle.eq(~busy)
-        m.d.comb += self.owner.eq(self._n)
+        n, depth = self._n, self._cfg.mem_outstanding
+        readers = self.clients[:n]
+        writer = self.clients[n]
+        ptr = Signal(range(n))
+        tags = Signal(data.ArrayLayout(unsigned(2), depth))
+        head = Signal(range(depth))
+        tail = Signal(range(depth))
+        reads = Signal(range(depth + 1))
+        writes = Signal(range(depth + 1))
+        m.d.comb += self.idle.eq((reads == 0) & (writes == 0))
 
-        with m.If(~busy):
-            with m.If(~self.halt):
-                # Priority: the lowest index with a request wins.
-                for i in reversed(range(self._n)):
-                    client = self.clients[i]
-                    with m.If(client.cmd.valid):
-                        m.d.comb += [
-                            self.mem.cmd.valid.eq(1),
-                            self.mem.cmd.payload.eq(client.cmd.payload),
-                        ]
-                for i in range(self._n):
-                    higher = [self.clients[j].cmd.valid for j in range(i)]
-                    win = self.clients[i].cmd.valid
-                    for h in higher:
-                        win = win & ~h
-                    with m.If(win):
-                        m.d.comb += self.clients[i].cmd.ready.eq(self.mem.cmd.ready)
-                        with m.If(self.mem.cmd.ready):
-                            m.d.sync += [busy.eq(1), grant.eq(i),
-                                         is_write.eq(self.clients[i].cmd.payload.write)]
-        with m.Else():
-            m.d.comb += self.owner.eq(grant)
-            for i in range(self._n):
-                client = self.clients[i]
-                m.d.comb += [client.rd.payload.eq(self.mem.rd.payload)]
-                with m.If(grant == i):
-                    m.d.comb += [
-                        client.rd.valid.eq(self.mem.rd.valid),
-                        self.mem.rd.ready.eq(client.rd.ready),
-                        self.mem.wr.valid.eq(client.wr.valid),
-                        self.mem.wr.payload.eq(client.wr.payload),
-                        client.wr.ready.eq(self.mem.wr.ready),
-                        client.wr_ack.eq(self.mem.wr_ack),
-                    ]
-            with m.If(~is_write & self.mem.rd.valid & self.mem.rd.ready
-                      & self.mem.rd.payload.last):
-                m.d.sync += busy.eq(0)
-            with m.If(is_write & self.mem.wr_ack):
-                m.d.sync += busy.eq(0)
+        # Read commands: the first requester from ptr on (round robin).
+        req = Signal(n)
+        win = Signal(n)
+        winner = Signal(range(n))
+        for i in range(n):
+            m.d.comb += req[i].eq(readers[i].rcmd.valid)
+        with m.Switch(ptr):
+            for p in range(n):
+                with m.Case(p):
+                    order = [(p + j) % n for j in range(n)]
+                    for j, i in enumerate(order):
+                        cond = req[i]
+                        for k in order[:j]:
+                            cond = cond & ~req[k]
+                        m.d.comb += win[i].eq(cond)
+        for i in range(n):
+            with m.If(win[i]):
+                m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
+        can_read = Signal()
+        m.d.comb += [can_read.eq(~self.halt & (reads != depth)),
+                     self.mem.rcmd.valid.eq(can_read & (req != 0))]
+        for i in range(n):
+            m.d.comb += readers[i].rcmd.ready.eq(can_read & win[i] & self.mem.rcmd.ready)
+        rcmd_fire = Signal()
+        rd_done = Signal()
+        m.d.comb += [rcmd_fire.eq(self.mem.rcmd.valid & self.mem.rcmd.ready),
+                     rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
+        with m.If(rcmd_fire):
+            m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth)),
+                         ptr.eq(_wrap_inc(winner, n))]
+        with m.If(rd_done):
+            m.d.sync += head.eq(_wrap_inc(head, depth))
+        m.d.sync += reads.eq(reads + rcmd_fire - rd_done)
+
+        # Read data to the client at the head of the queue.
+        owner = Signal(2)
+        m.d.comb += owner.eq(tags[head])
+        for i in range(n):
+            m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)
+            with m.If((owner == i) & (reads != 0)):
+                m.d.comb += [readers[i].rd.valid.eq(self.mem.rd.valid),
+                             self.mem.rd.ready.eq(readers[i].rd.ready)]
+
+        # Writes: the store's channels straight through.
+        m.d.comb += [
+            self.mem.wcmd.valid.eq(writer.wcmd.valid & ~self.halt),
+            self.mem.wcmd.payload.eq(writer.wcmd.payload),
+            writer.wcmd.ready.eq(self.mem.wcmd.ready & ~self.halt),
+            self.mem.wr.valid.eq(writer.wr.valid), self.mem.wr.payload.eq(writer.wr.payload),
+            writer.wr.ready.eq(self.mem.wr.ready), writer.wr_ack.eq(self.mem.wr_ack),
+        ]
+        wcmd_fire = Signal()
+        m.d.comb += wcmd_fire.eq(self.mem.wcmd.valid & self.mem.wcmd.ready)
+        m.d.sync += writes.eq(writes + wcmd_fire - self.mem.wr_ack)
         return m

@@ -34,15 +34,18 @@ def raise_error(m: Module, comp, code: ErrorCode, index):
 def mux_ports(m: Module, port, children):
     """Connect one of several initiator ports (``(select, child_port)``) to ``port``.
 
-    Only the selected child drives ``cmd``/``wr``; every child sees ``rd`` and ``wr_ack`` but
-    ``rd.ready`` comes from the selected one.
+    Only the selected child drives ``rcmd``/``wcmd``/``wr`` and sees ``rd.valid`` and
+    ``wr_ack``; every child sees the ``rd`` payload. The selection may change only while no
+    burst of the selected child is in flight (between instructions).
     """
     for sel, child in children:
         m.d.comb += [child.rd.payload.eq(port.rd.payload)]
         with m.If(sel):
             m.d.comb += [
-                port.cmd.valid.eq(child.cmd.valid), port.cmd.payload.eq(child.cmd.payload),
-                child.cmd.ready.eq(port.cmd.ready),
+                port.rcmd.valid.eq(child.rcmd.valid), port.rcmd.payload.eq(child.rcmd.payload),
+                child.rcmd.ready.eq(port.rcmd.ready),
+                port.wcmd.valid.eq(child.wcmd.valid), port.wcmd.payload.eq(child.wcmd.payload),
+                child.wcmd.ready.eq(port.wcmd.ready),
                 child.rd.valid.eq(port.rd.valid), port.rd.ready.eq(child.rd.ready),
                 port.wr.valid.eq(child.wr.valid), port.wr.payload.eq(child.wr.payload),
                 child.wr.ready.eq(port.wr.ready), child.wr_ack.eq(port.wr_ack),

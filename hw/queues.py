@@ -7,15 +7,13 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import TOKEN_QUEUES  # (name, producer, consumer), in the hardware's order
 from isa.config import VTAConfig
 
 from .fields import queue_entry
 
 __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
-#: The four dependency-token queues: (name, producer module, consumer module).
-TOKEN_QUEUES = (("l2g", "load", "compute"), ("g2l", "compute", "load"),
-                ("g2s", "compute", "store"), ("s2g", "store", "compute"))
 
 
 class CommandQueue(wiring.Component):

@@ -21,14 +21,14 @@ class StoreModule(wiring.Component):
     """Executes the store queue in order, one instruction at a time.
 
     Cycle *s* (IDLE, head visible, g2s token present if ``pop_prev``): start — queue entry and
-    token popped, range checks run (SRAM before DRAM; fetch checked the fields). Then for each row *y*: one
-    ROW cycle starts a :class:`~hw.dma.DmaWriter` for ``x_size`` OUT elements at DRAM element
-    ``dram_base + y · x_stride`` and the OUT-buffer reader at ``sram_base + y · x_size``
-    (dense); WAIT cycles until the writer's ``busy`` is low (its last ``wr_ack`` seen). After
-    the last row one RETIRE cycle pushes s2g (``push_prev``). ``x_size == 0`` or
-    ``y_size == 0``: START, RETIRE. The OUT-buffer reader keeps a registered element in front of
-    the writer (read-enable stall), so the writer never waits for the SRAM after the first
-    element of a row (available two cycles after ROW).
+    token popped, range checks run (SRAM before DRAM; fetch checked the fields), and (checks
+    passed, ``x_size, y_size ≥ 1``) the :class:`~hw.dma.DmaWriter` is started for ``y_size``
+    rows of ``x_size`` OUT elements (row *y* at DRAM element ``dram_base + y · x_stride``) and
+    the OUT-buffer reader for the ``y_size · x_size`` dense elements from ``sram_base``. WAIT
+    from *s* + 1 until the writer's ``busy`` is low (its last ``wr_ack`` seen), then one RETIRE
+    cycle pushes s2g (``push_prev``). ``x_size == 0`` or ``y_size == 0``: START, RETIRE. The
+    OUT-buffer reader keeps a registered element in front of the writer (read-enable stall):
+    the first element is there in *s* + 2, the next in the cycle after each one is taken.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -50,24 +50,23 @@ class StoreModule(wiring.Component):
         m.d.comb += head.eq(self.head.word)
         insn = Signal(mem_insn())
         index = Signal(INDEX_BITS)
-        y = Signal(16)
-        row_dram = Signal(50)
         raddr = Signal(cfg.log_acc_depth)
-        left = Signal(16)
+        left = Signal(32)
         valid = Signal()
         advance = Signal()
         m.d.comb += [
             advance.eq(~valid | writer.inp.ready),
             self.out_ren.eq(advance), self.out_raddr.eq(raddr),
             writer.inp.valid.eq(valid), writer.inp.payload.eq(self.out_rdata),
-            writer.addr.eq(row_dram << _log2(eb)), writer.count.eq(insn.x_size),
+            writer.addr.eq(head.dram_base << _log2(eb)), writer.count.eq(head.x_size),
+            writer.rows.eq(head.y_size), writer.stride.eq(head.x_stride << _log2(eb)),
         ]
         sram_bad, dram_bad = mem_range_errors(m, head, elem_bytes=eb, depth=cfg.acc_depth,
                                               dram_size=self.dram_size, padded=False)
 
         row_start = Signal()
         with m.If(row_start):
-            m.d.sync += [left.eq(insn.x_size), valid.eq(0)]
+            m.d.sync += [left.eq(head.x_size * head.y_size), valid.eq(0)]
         with m.Elif(advance):
             m.d.sync += valid.eq(left != 0)
             with m.If(left != 0):
@@ -81,8 +80,8 @@ class StoreModule(wiring.Component):
                         m.d.comb += self.blocked.eq(1)
                     with m.Else():
                         m.d.comb += [self.pop.eq(1), self.pop_g2s.eq(head.pop_prev)]
-                        m.d.sync += [insn.eq(head), index.eq(self.head.index), y.eq(0),
-                                     raddr.eq(head.sram_base), row_dram.eq(head.dram_base)]
+                        m.d.sync += [insn.eq(head), index.eq(self.head.index),
+                                     raddr.eq(head.sram_base)]
                         with m.If(head.x_size == 0):
                             m.next = "RETIRE"
                         with m.Elif(sram_bad):
@@ -92,17 +91,11 @@ class StoreModule(wiring.Component):
                         with m.Elif(head.y_size == 0):
                             m.next = "RETIRE"
                         with m.Else():
-                            m.next = "ROW"
-            with m.State("ROW"):
-                m.d.comb += [writer.start.eq(1), row_start.eq(1)]
-                m.next = "WAIT"
+                            m.d.comb += [writer.start.eq(1), row_start.eq(1)]
+                            m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~writer.busy):
-                    with m.If(y == insn.y_size - 1):
-                        m.next = "RETIRE"
-                    with m.Else():
-                        m.d.sync += [y.eq(y + 1), row_dram.eq(row_dram + insn.x_stride)]
-                        m.next = "ROW"
+                    m.next = "RETIRE"
             with m.State("RETIRE"):
                 m.d.comb += self.push_s2g.eq(insn.push_prev)
                 with m.If(insn.push_prev & self.s2g_overflow):

@@ -23,6 +23,7 @@ import dataclasses
 import re
 
 from .config import VTAConfig
+from .errors import InputError
 from .encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType, Store,
                        decode, encode)
 
@@ -37,7 +38,7 @@ _GEMM_FIELDS = _LOOP_FIELDS + ("wgt_factor_out", "wgt_factor_in")
 _TOKEN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=(\S+))?$")
 
 
-class AsmError(ValueError):
+class AsmError(InputError):
     """Bad assembly text; the message starts with ``line N:``."""
 
     def __init__(self, line: int, message: str):
@@ -99,11 +100,25 @@ def _loop_parts(insn, names) -> list[str]:
             if getattr(insn, name) or name in always]
 
 
+# ASCII integer literals only (Python's int() also takes digits of other scripts), decimal, 0x,
+# 0o or 0b; long enough for a 128-bit WORD in any base.
+_INT = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)",
+                  re.ASCII)
+_MAX_LITERAL = 140
+
+
 def _int(line: int, name: str, text: str) -> int:
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    if len(text) > _MAX_LITERAL:
+        raise AsmError(line, f"{name}={shown}: the number is too long (at most "
+                             f"{_MAX_LITERAL} characters)")
+    if not _INT.fullmatch(text):
+        raise AsmError(line, f"{name}={shown}: not an integer (decimal, 0x, 0o or 0b, in "
+                             f"ASCII digits)")
     try:
         return int(text, 0)
     except ValueError:
-        raise AsmError(line, f"{name}={text}: not an integer") from None
+        raise AsmError(line, f"{name}={shown}: not an integer") from None
 
 
 def parse_line(text: str, line: int = 1) -> Instruction | int | None:
@@ -177,11 +192,11 @@ def _parse_enum(line: int, enum, text: str, what: str) -> int:
     try:
         return enum[text.upper()]
     except KeyError:
-        try:
+        if _INT.fullmatch(text) and len(text) <= _MAX_LITERAL:
             return int(text, 0)
-        except ValueError:
-            names = ", ".join(m.name for m in enum)
-            raise AsmError(line, f"unknown {what} {text!r}; expected one of {names}") from None
+        names = ", ".join(m.name for m in enum)
+        shown = text if len(text) <= 40 else f"{text[:20]}..."
+        raise AsmError(line, f"unknown {what} {shown!r}; expected one of {names}") from None
 
 
 def assemble(text: str, cfg: VTAConfig) -> bytes:

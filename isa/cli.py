@@ -9,7 +9,10 @@ from pathlib import Path
 from .asm import AsmError, assemble, disassemble
 from .config import ConfigError, load_config, named_configs
 from .encoding import IsaError
+from .errors import InputError
 from .image import ImageError, load_image
+from .safeio import MAX_ARRAY_BYTES as MAX_ARRAYS_BYTES
+from .safeio import atomic_output, check_output, read_bytes, read_text
 
 __all__ = ["register"]
 
@@ -46,32 +49,34 @@ def register(subparsers) -> None:
 
 
 def _asm(args) -> int:
+    check_output(args.out, what="output")
     cfg = load_config(args.config)
-    text = sys.stdin.read() if str(args.source) == "-" else _read_text(args.source)
-    data = assemble(text, cfg)
-    args.out.write_bytes(data)
+    data = assemble(read_text(args.source, what="assembly source"), cfg)
+    with atomic_output(args.out) as fh:
+        fh.write(data)
     print(f"{args.out}: {len(data) // 16} instructions for {cfg}")
     return 0
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SystemExit(f"vta asm: cannot read {path}: {exc.strerror}") from None
+#: The largest raw instruction stream ``disasm`` reads (a million instructions).
+MAX_STREAM_BYTES = 16 << 20
 
 
 def _disasm(args) -> int:
-    if args.source.suffix == ".npz":
-        image = load_image(args.source)
+    data = read_bytes(args.source, what="input", limit=MAX_ARRAYS_BYTES)
+    if args.source.suffix == ".npz" or data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        try:
+            image = load_image(data)
+        except ImageError as exc:
+            raise ImageError(f"{args.source}: {exc}") from None
         cfg = load_config(args.config) if args.config else image.config
         data = image.instruction_bytes
     else:
         cfg = load_config(args.config or "default")
-        try:
-            data = args.source.read_bytes()
-        except OSError as exc:
-            raise SystemExit(f"vta disasm: cannot read {args.source}: {exc.strerror}") from None
+        if len(data) > MAX_STREAM_BYTES:
+            raise InputError(f"{args.source} is {len(data):,} bytes; a raw instruction stream "
+                             f"this large ({len(data) // 16:,} instructions) is not disassembled "
+                             f"(at most {MAX_STREAM_BYTES:,} bytes)")
     sys.stdout.write(disassemble(data, cfg, numbered=args.numbered))
     return 0
 

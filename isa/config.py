@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
+
 __all__ = ["VTAConfig", "ConfigError", "CONFIG_DIR", "named_configs", "load_config"]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -26,7 +28,7 @@ LOOP_ITER_BITS = 14
 ALU_IMM_BITS = 16
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """An impossible configuration; the message names the field and the limit."""
 
 
@@ -46,6 +48,10 @@ _FIELDS = (
     ("LOG_BUS_WIDTH", "log_bus_width", 6, 3, 9),
     ("MEM_LATENCY", "mem_latency", 4, 1, 1024),
     ("MAX_BURST_BEATS", "max_burst_beats", 16, 1, 256),
+    # The memory system (docs/hardware.md §2): bursts in flight per direction, and the memory
+    # model's bandwidth (a beat every MEM_BEAT_INTERVAL cycles, shared by reads and writes).
+    ("MEM_OUTSTANDING", "mem_outstanding", 8, 1, 64),
+    ("MEM_BEAT_INTERVAL", "mem_beat_interval", 1, 1, 64),
     ("CMD_QUEUE_DEPTH", "cmd_queue_depth", 512, 2, 4096),
     ("TOKEN_QUEUE_DEPTH", "token_queue_depth", 255, 1, 65535),
     ("TARGET_MHZ", "target_mhz", 100, 1, 1000),
@@ -55,6 +61,20 @@ _ORIGINAL_KEYS = ("LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH"
                   "LOG_ACC_BUFF_SIZE")
 # Keys of the original JSON files that carry no hardware parameter; accepted and ignored.
 _IGNORED_KEYS = frozenset({"TARGET", "HW_VER"})
+
+
+def _check_ignored(data: dict) -> None:
+    """The ignored keys still have the original's form: TARGET a name, HW_VER a version
+    (``0.0.2``, not a string that only starts like one)."""
+    import re
+
+    target, version = data.get("TARGET", "sim"), data.get("HW_VER", "0.0.0")
+    if not isinstance(target, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", target):
+        raise ConfigError(f"TARGET must be a target name such as 'sim' or 'pynq', got "
+                          f"{target!r:.80}")
+    if not isinstance(version, str) or not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,4}){2}",
+                                                        version, re.ASCII):
+        raise ConfigError(f"HW_VER must be a version such as '0.0.2', got {version!r:.80}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,8 @@ class VTAConfig:
     log_bus_width: int = 6
     mem_latency: int = 4
     max_burst_beats: int = 16
+    mem_outstanding: int = 8
+    mem_beat_interval: int = 1
     cmd_queue_depth: int = 512
     token_queue_depth: int = 255
     target_mhz: int = 100
@@ -131,6 +153,7 @@ class VTAConfig:
                 if key in data and data[key] != block:
                     raise ConfigError(f"LOG_BLOCK = {block} contradicts {key} = {data[key]}")
                 data[key] = block
+        _check_ignored(data)
         kwargs = {}
         known = {key: attr for key, attr, *_ in _FIELDS}
         for key, value in data.items():
@@ -146,10 +169,12 @@ class VTAConfig:
 
     @classmethod
     def from_json(cls, text: str, *, name: str = "custom") -> "VTAConfig":
+        from .safeio import parse_json
+
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"configuration is not valid JSON: {exc}") from None
+            data = parse_json(text, what="the configuration")
+        except InputError as exc:
+            raise ConfigError(str(exc)) from None
         if not isinstance(data, dict):
             raise ConfigError("configuration JSON must be an object of KEY: value pairs")
         return cls.from_dict(data, name=name)
@@ -257,18 +282,27 @@ def named_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):     # a name too long, a NUL byte: no such file
+        return False
+
+
 def load_config(name_or_path: "str | Path | VTAConfig" = "default") -> VTAConfig:
     """A shipped configuration by name (``default``, ``small``, ...) or a JSON file path."""
     if isinstance(name_or_path, VTAConfig):
         return name_or_path
     path = Path(name_or_path)
-    if path.suffix != ".json" and not path.exists():
+    if path.suffix != ".json" and not _exists(path):
         path = CONFIG_DIR / f"{name_or_path}.json"
-        if not path.exists():
+        if not _exists(path) or path.parent != CONFIG_DIR:
             raise ConfigError(f"no configuration named {str(name_or_path)!r}; shipped: "
                               f"{', '.join(named_configs())}, or give a path to a JSON file")
+    from .safeio import read_text
+
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration {str(path)!r}: {exc.strerror}") from None
+        text = read_text(path, what="configuration", limit=1 << 20)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     return VTAConfig.from_json(text, name=path.stem)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING, Iterable, Union
 
 import numpy as np
 
+from .arch import MODULE_OF, AluOp, MemType, Opcode, module_of
+from .errors import InputError
 from .layout import Layout, alu_layout, finish_layout, gemm_layout, mem_layout, uop_layout
 
 if TYPE_CHECKING:
@@ -19,32 +20,7 @@ __all__ = ["Opcode", "MemType", "AluOp", "IsaError", "Load", "Store", "Gemm", "A
            "encode_uop", "decode_uop", "encode_uops", "decode_uops", "MODULE_OF", "module_of"]
 
 
-class Opcode(IntEnum):
-    LOAD = 0
-    STORE = 1
-    GEMM = 2
-    FINISH = 3
-    ALU = 4
-
-
-class MemType(IntEnum):
-    UOP = 0
-    WGT = 1
-    INP = 2
-    ACC = 3
-    OUT = 4
-    ACC_8BIT = 5
-
-
-class AluOp(IntEnum):
-    MIN = 0
-    MAX = 1
-    ADD = 2
-    SHR = 3
-    MUL = 4
-
-
-class IsaError(ValueError):
+class IsaError(InputError):
     """A field value that cannot be encoded or a word that cannot be decoded.
 
     ``field`` and ``value`` name what is wrong; ``index`` is the instruction index when known.
@@ -164,16 +140,6 @@ class Uop:
 
 
 Instruction = Union[Load, Store, Gemm, Alu, Finish]
-
-# Which module executes an instruction (reference §2.8): "load", "compute" or "store".
-MODULE_OF = {Opcode.STORE: "store", Opcode.GEMM: "compute", Opcode.ALU: "compute",
-             Opcode.FINISH: "compute"}
-
-
-def module_of(insn: Instruction) -> str:
-    if insn.opcode == Opcode.LOAD:
-        return "load" if insn.memory_type in (MemType.INP, MemType.WGT) else "compute"
-    return MODULE_OF[insn.opcode]
 
 
 def _layout_of(insn, cfg) -> Layout:

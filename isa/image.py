@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .config import ConfigError, VTAConfig
+from .errors import InputError
 
 __all__ = ["ProgramImage", "OutputRegion", "ImageError", "load_image", "save_image"]
 
 
-class ImageError(ValueError):
+class ImageError(InputError):
     """A program image that does not follow SPEC §5; the message says what is wrong."""
 
 
@@ -30,7 +30,7 @@ class OutputRegion:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize   # no int64 overflow
 
     def read(self, dram: np.ndarray) -> np.ndarray:
         return dram[self.addr:self.addr + self.nbytes].view(self.dtype).reshape(self.shape)
@@ -94,8 +94,14 @@ class ProgramImage:
 
 
 def save_image(path: "str | Path", image: ProgramImage) -> None:
-    """Write ``image`` as an ``.npz`` file (SPEC §5)."""
-    np.savez_compressed(path, **image.to_arrays())
+    """Write ``image`` as an ``.npz`` file (SPEC §5), atomically; like ``np.savez`` it adds
+    the ``.npz`` suffix when ``path`` has none."""
+    from .safeio import save_npz
+
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    save_npz(path, image.to_arrays(), what="image")
 
 
 def _scalar_int(arrays, key: str) -> int:
@@ -106,36 +112,99 @@ def _scalar_int(arrays, key: str) -> int:
     return int(value)
 
 
-def _parse_outputs(text: str) -> list[OutputRegion]:
+# Element types an output region may have: plain numbers (no objects, strings or records).
+_OUTPUT_KINDS = "biuf"
+_MAX_NAME = 256
+
+
+def _region(entry, k: int) -> OutputRegion:
+    """One ``outputs`` entry, every field checked (the message names entry and field)."""
+    where = f"'outputs' entry {k}"
+    if not isinstance(entry, dict):
+        raise ImageError(f"{where} must be an object {{name, addr, shape, dtype}}, got "
+                         f"{type(entry).__name__}")
+    missing = [key for key in ("name", "addr", "shape", "dtype") if key not in entry]
+    if missing:
+        raise ImageError(f"{where} lacks {', '.join(missing)}")
+    name, addr, shape, dtype = entry["name"], entry["addr"], entry["shape"], entry["dtype"]
+    if not isinstance(name, str) or not 0 < len(name) <= _MAX_NAME or not name.isprintable():
+        raise ImageError(f"{where}: name must be a printable string of 1 to {_MAX_NAME} "
+                         f"characters, got {name!r:.80}")
+    where = f"output {name!r}"
+    if isinstance(addr, bool) or not isinstance(addr, int) or addr < 0:
+        raise ImageError(f"{where}: addr must be a non-negative integer, got {addr!r:.80}")
+    if not isinstance(shape, list) or len(shape) > 32 or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape):
+        raise ImageError(f"{where}: shape must be a list of at most 32 positive integers, got "
+                         f"{shape!r:.80}")
+    if not isinstance(dtype, str):
+        raise ImageError(f"{where}: dtype must be a string such as 'int8', got {dtype!r:.80}")
     try:
-        entries = json.loads(text)
-        regions = []
-        for entry in entries:
-            region = OutputRegion(str(entry["name"]), int(entry["addr"]),
-                                  tuple(int(d) for d in entry["shape"]), str(entry["dtype"]))
-            np.dtype(region.dtype)
-            if "nbytes" in entry and int(entry["nbytes"]) != region.nbytes:
-                raise ImageError(f"output {region.name!r}: nbytes {entry['nbytes']} does not "
-                                 f"match shape {list(region.shape)} of {region.dtype}")
-            regions.append(region)
-        return regions
-    except ImageError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
+        kind = np.dtype(dtype)
+    except (TypeError, ValueError, SyntaxError):
+        raise ImageError(f"{where}: unknown dtype {dtype!r:.80}") from None
+    if kind.kind not in _OUTPUT_KINDS or kind.fields is not None or kind.subdtype is not None:
+        raise ImageError(f"{where}: dtype {dtype!r} is not a numeric type (bool, int, uint, "
+                         f"float)")
+    count = 1
+    for d in shape:
+        count *= d
+    region = OutputRegion(name, addr, tuple(shape), kind.str if kind.byteorder == ">" else
+                          kind.name)
+    nbytes = count * kind.itemsize
+    if "nbytes" in entry and entry["nbytes"] != nbytes:
+        raise ImageError(f"{where}: nbytes {entry['nbytes']!r:.40} does not match shape "
+                         f"{list(shape)} of {dtype} ({nbytes} bytes)")
+    return region
+
+
+def _parse_outputs(text: str) -> list[OutputRegion]:
+    from .safeio import parse_json
+
+    try:
+        entries = parse_json(text, what="'outputs'")
+    except InputError as exc:
+        raise ImageError(str(exc)) from None
+    if not isinstance(entries, list):
         raise ImageError(f"'outputs' must be a JSON list of {{name, addr, shape, dtype}} "
-                         f"objects: {exc}") from None
+                         f"objects, got {type(entries).__name__}")
+    regions = [_region(entry, k) for k, entry in enumerate(entries)]
+    names = [r.name for r in regions]
+    if len(set(names)) != len(names):
+        raise ImageError(f"'outputs' names a region twice: "
+                         f"{sorted({n for n in names if names.count(n) > 1})}")
+    return regions
+
+
+def _json_text(arrays, key: str) -> str:
+    value = arrays[key]
+    if value.dtype.kind not in "US" or value.shape != ():
+        raise ImageError(f"{key!r} must be a JSON string, got dtype {value.dtype} shape "
+                         f"{value.shape}")
+    if value.dtype.kind == "S":
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ImageError(f"{key!r} is not UTF-8 text ({exc.reason} at byte "
+                             f"{exc.start})") from None
+    return str(value)
 
 
 def load_image(source: "str | Path | bytes") -> ProgramImage:
     """Read and validate an image; :class:`ImageError` explains what is wrong with a bad one."""
+    from .safeio import load_arrays
+
+    if not isinstance(source, (bytes, bytearray)):
+        try:
+            Path(source).stat()
+        except FileNotFoundError:
+            raise ImageError(f"no such image file: {source}") from None
+        except (OSError, ValueError):
+            pass                        # load_arrays says what is wrong
     try:
-        data = io.BytesIO(source) if isinstance(source, bytes) else source
-        with np.load(data, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except FileNotFoundError:
-        raise ImageError(f"no such image file: {source}") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ImageError(f"not a NumPy .npz program image ({exc})") from None
+        arrays = load_arrays(source, what="image", label="the file")
+    except InputError as exc:
+        raise ImageError(f"not a NumPy .npz program image: {exc}") from None
     missing = [k for k in ("dram", "insn_addr", "insn_count", "config") if k not in arrays]
     if missing:
         raise ImageError(f"image lacks {', '.join(missing)} (SPEC §5 needs dram, insn_addr, "
@@ -144,13 +213,10 @@ def load_image(source: "str | Path | bytes") -> ProgramImage:
     if dram.dtype != np.uint8 or dram.ndim != 1:
         raise ImageError(f"'dram' must be a 1-D uint8 array, got dtype {dram.dtype} "
                          f"shape {dram.shape}")
-    config_text = arrays["config"]
-    if config_text.dtype.kind not in "US" or config_text.shape != ():
-        raise ImageError(f"'config' must be a JSON string, got dtype {config_text.dtype}")
     try:
-        config = VTAConfig.from_json(str(config_text))
+        config = VTAConfig.from_json(_json_text(arrays, "config"))
     except ConfigError as exc:
         raise ImageError(f"bad 'config': {exc}") from None
-    outputs = _parse_outputs(str(arrays["outputs"])) if "outputs" in arrays else []
+    outputs = _parse_outputs(_json_text(arrays, "outputs")) if "outputs" in arrays else []
     return ProgramImage(dram, _scalar_int(arrays, "insn_addr"),
                         _scalar_int(arrays, "insn_count"), config, outputs)

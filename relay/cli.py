@@ -58,7 +58,11 @@ def _add_commands(p):
     c.add_argument("file", type=Path, metavar="FILE", help="Relay text file (.rly)")
     c.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a parameter of @main and the .npy file holding its value (repeatable)")
-    c.add_argument("--out", "-o", type=Path, required=True, help="where to write the outputs (.npz)")
+    c.add_argument("--out", "-o", type=Path, required=True,
+                   help="where to write the outputs (.npz; exactly this name, no suffix added)")
+    c.add_argument("--params", type=Path, metavar="PARAMS.npz",
+                   help="values of @main parameters by name (the weights `vta import` writes); "
+                        "--input takes precedence")
     c.add_argument("--no-prelude", action="store_true", help="do not make the prelude available")
     c.set_defaults(relay_func=_run)
 
@@ -67,10 +71,7 @@ def _load(args):
     from .parser import parse
     from .prelude import prelude
     path = args.file
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise _UserError(f"cannot read {path}: {e.strerror}") from None
+    text = _files().read_text(path, what="Relay file")
     base = None if args.no_prelude else prelude()
     mod = parse(text, base=base, source=str(path))
     names = _own_names(text, mod, base)
@@ -85,8 +86,15 @@ def _own_names(text, mod, base):
     return [n for n in list(mod.type_definitions) + list(mod.functions) if n in defined]
 
 
+def _files():
+    """The vta command's safe file handling (bounded reads, UTF-8, no pickle, atomic
+    writes); imported here only, so that the Relay library itself stays standalone."""
+    from isa import safeio
+    return safeio
+
+
 class _UserError(Exception):
-    pass
+    exit_code = 2   # bad usage or input (the `vta` command's exit codes)
 
 
 def _check(args):
@@ -102,10 +110,13 @@ def _check(args):
 
 def _print(args):
     from .printer import module_to_text
+    if args.out:
+        _files().check_output(args.out)
     mod, names = _load(args)
     text = module_to_text(mod, only=set(names))
     if args.out:
-        args.out.write_text(text)
+        with _files().atomic_output(args.out, mode="w") as fh:
+            fh.write(text)
     else:
         sys.stdout.write(text)
     return 0
@@ -132,20 +143,19 @@ def _flatten(v, out):
 def _run(args):
     from .interpreter import Interpreter
     from .typecheck import check_module
+    files = _files()
+    files.check_output(args.out)
     mod, _ = _load(args)
     if "main" not in mod.functions:
         raise _UserError("the program has no @main")
     check_module(mod)
     main = mod.functions["main"]
-    given = {}
+    given = _load_params(args.params) if getattr(args, "params", None) else {}
     for item in args.input:
         if "=" not in item:
             raise _UserError(f"--input {item!r} must be NAME=ARRAY.npy")
         name, path = item.split("=", 1)
-        try:
-            given[name.lstrip("%")] = np.load(path)
-        except OSError as e:
-            raise _UserError(f"cannot load {path}: {e}") from None
+        given[name.lstrip("%")] = files.load_array(path, what=f"--input {name}")
     params = [p.name_hint for p in main.params]
     unknown = set(given) - set(params)
     if unknown:
@@ -167,28 +177,39 @@ def _run(args):
     result = Interpreter(mod).run_main(*values)
     outs = []
     _flatten(result, outs)
-    np.savez(args.out, **{f"output_{i}": o for i, o in enumerate(outs)})
+    files.save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outs)}, compressed=False)
     print(f"{args.out}: {len(outs)} output(s): " + ", ".join(f"{o.dtype}{list(o.shape)}" for o in outs))
     return 0
 
 
+def _load_params(path):
+    """The arrays of a ``--params`` .npz (bounded read, never unpickled)."""
+    return _files().load_arrays(path, what="--params")
+
+
 def _dispatch(args):
-    from .parser import ParseError
-    from .typecheck import RelayTypeError
-    from .interpreter import RelayRuntimeError
     try:
         return args.relay_func(args)
-    except (ParseError, RelayTypeError, RelayRuntimeError, _UserError) as e:
+    except Exception as e:
+        # Every error that says what it means (parse: 2, type or run time: 1, input: 2) is one
+        # message; anything else is a bug, reported by the vta command's handler.
+        code = getattr(type(e), "exit_code", None)
+        if not isinstance(code, int):
+            raise
         print(f"vta relay {args.relay_command}: error: {e}", file=sys.stderr)
-        return 1
+        return code
 
 
 def main(argv=None) -> int:
     """Run ``relay`` standalone: ``python -m relay check FILE.rly``."""
     parser = argparse.ArgumentParser(prog="python -m relay", description="Relay text programs: check, print, run.")
     _add_commands(parser)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
     if getattr(args, "relay_command", None) is None:
         parser.print_help()
         return 2
-    return _dispatch(args)
+    from isa.errors import run_command
+    return run_command(_dispatch, args, f"python -m relay {args.relay_command}")

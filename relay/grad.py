@@ -515,6 +515,18 @@ def _conv2d_grad(args, out, g, attrs, types):
     return [op_call("nn.conv2d_grad_data", g, w, x, **a), op_call("nn.conv2d_grad_weight", g, x, w, **a)]
 
 
+@register_gradient("nn.conv2d_transpose")
+def _conv2d_transpose_grad(args, out, g, attrs, types):
+    # conv2d_transpose is the adjoint of conv2d in its data, so its data gradient is that conv2d
+    # (the IOHW weight read as OIHW), and its weight gradient is conv2d's weight gradient with
+    # the roles of data and output exchanged.
+    x, w = args
+    if attrs.get("out_dtype"):
+        raise GradientError("the nn.conv2d_transpose gradient supports no out_dtype")
+    a = _conv_attrs(attrs)
+    return [op_call("nn.conv2d", g, w, **a), op_call("nn.conv2d_grad_weight", x, g, w, **a)]
+
+
 def _pool_grad(kind):
     def rule(args, out, g, attrs, types):
         if attrs.get("layout", "NCHW") != "NCHW":
@@ -537,3 +549,37 @@ def _global_avg_pool_grad(args, out, g, attrs, types):
         raise GradientError("the nn.global_avg_pool2d gradient supports NCHW only")
     scale = const(np.asarray(1.0 / (t.shape[2] * t.shape[3]), t.dtype))
     return [op_call("broadcast_to_like", op_call("multiply", g, scale), args[0])]
+
+
+# ---------------------------------------------------------------- rules of the frontend operators
+
+
+def _swap_last(x, ndim):
+    axes = list(range(ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return op_call("transpose", x, axes=axes)
+
+
+@register_gradient("nn.matmul")
+def _matmul_grad(args, out, g, attrs, types):
+    a, b = args
+    ta, tb = types[0], types[1]
+    if ta.ndim < 2 or tb.ndim < 2:
+        raise GradientError("the nn.matmul gradient needs operands of rank >= 2")
+    return [_csl(op_call("nn.matmul", g, _swap_last(b, tb.ndim)), a),
+            _csl(op_call("nn.matmul", _swap_last(a, ta.ndim), g), b)]
+
+
+@register_gradient("strided_slice")
+def _strided_slice_grad(args, out, g, attrs, types):
+    """Unit strides only: the gradient is the output gradient padded back to the input's shape."""
+    t = types[0]
+    if attrs.get("strides") and any(s != 1 for s in attrs["strides"]):
+        raise GradientError("the strided_slice gradient needs unit strides")
+    width = [[0, 0] for _ in range(t.ndim)]
+    axes = attrs.get("axes") if attrs.get("axes") is not None else range(len(attrs["begin"]))
+    for b, e, a in zip(attrs["begin"], attrs["end"], axes):
+        a %= t.ndim
+        lo, hi, _ = slice(b, e).indices(t.shape[a])
+        width[a] = [lo, t.shape[a] - max(hi, lo)]
+    return [op_call("nn.pad", g, pad_width=width)]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .depth import deep
 from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
                  Tuple, TupleGetItem, Var)
@@ -20,6 +21,8 @@ __all__ = ["Closure", "RefValue", "ConstructorValue", "Interpreter", "evaluate",
 
 class RelayRuntimeError(RuntimeError):
     """Evaluation failed (a non-exhaustive ``match?``, an unbound variable, a kernel error, ...)."""
+
+    exit_code = 1   # the `vta` command's code for a rejected program
 
 
 @dataclass(eq=False)
@@ -91,6 +94,13 @@ class Interpreter:
             return self._eval(fn.body, env, {})
         if isinstance(f, Constructor):
             return ConstructorValue(f, tuple(args))
+        if isinstance(f, Op):   # an operator passed as a value, with its default attributes
+            opdef = get_op(f.name)
+            try:
+                out = opdef.compute(args, opdef.normalize_attrs({}))
+            except Exception as err:
+                raise RelayRuntimeError(f"{f.name} failed: {err}") from err
+            return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
         raise RelayRuntimeError(f"cannot call {f!r}")
 
     def _eval(self, e, env, memo):
@@ -156,7 +166,7 @@ class Interpreter:
                 r.value = self._eval(e.value, env, memo)
                 return ()
             if t is Op:
-                raise RelayRuntimeError(f"operator {e.name} used as a value")
+                return e
             raise RelayRuntimeError(f"cannot evaluate {t.__name__}")
 
     def _eval_call(self, e, env, memo):
@@ -194,11 +204,13 @@ def _match(p, v, env):
     raise RelayRuntimeError(f"not a pattern: {p!r}")
 
 
+@deep(RelayRuntimeError)
 def evaluate(expr, mod: IRModule | None = None, env=None):
     """Evaluate a closed expression (``env`` may bind free variables to values)."""
     return Interpreter(mod).evaluate(expr, env)
 
 
+@deep(RelayRuntimeError)
 def run(mod: IRModule, *args, name="main"):
     """Call global ``@name`` of ``mod`` on numpy arguments."""
     return Interpreter(mod).run_main(*args, name=name)

@@ -17,9 +17,10 @@ import numpy as np
 from .ir import (Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match,
                  Op, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Span, Tuple, TupleGetItem, TypeData, Var)
+from .depth import MAX_NESTING, deep
 from .op.registry import get_op
 from .ty import (ANY, DTYPES, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, TypeCall,
-                 TypeVar)
+                 TypeVar, canonical_dtype, is_dtype_name)
 
 __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
 
@@ -27,13 +28,20 @@ __all__ = ["ParseError", "parse", "parse_expr", "parse_type"]
 class ParseError(SyntaxError):
     """A syntax error; ``line`` and ``column`` are 1-based."""
 
+    exit_code = 2   # the `vta` command's code for an invalid input file
+
     def __init__(self, message, line, column, source="<string>", text=None):
         self.message, self.line, self.column, self.source = message, line, column, source
         loc = f"{source}:{line}:{column}: {message}"
         if text is not None:
             lines = text.split("\n")
             if 0 < line <= len(lines):
-                loc += "\n  " + lines[line - 1] + "\n  " + " " * (column - 1) + "^"
+                # a window of the line around the column (lines may be very long)
+                src, col = lines[line - 1], column - 1
+                lo = max(0, col - 60)
+                snippet = src[lo:col + 60]
+                loc += ("\n  " + ("..." if lo else "") + snippet + ("..." if col + 60 < len(src) else "")
+                        + "\n  " + " " * (col - lo + (3 if lo else 0)) + "^")
         super().__init__(loc)
 
     def __str__(self):
@@ -41,18 +49,18 @@ class ParseError(SyntaxError):
 
 
 _TOKEN_RE = re.compile(r"""
-    (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
+    (?P<ws>\s+|//[^\n]*)
   | (?P<version>\#\[version\s*=\s*"[^"]*"\])
   | (?P<metadata>\#\[metadata\])
-  | (?P<local>%[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)
+  | (?P<local>%[A-Za-z0-9_/]+(?:\.[A-Za-z0-9_/]+)*)
   | (?P<global>@[A-Za-z_][A-Za-z0-9_.]*)
-  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?(?![A-Za-z0-9_]))
   | (?P<string>"(?:[^"\\]|\\.)*")
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
   | (?P<punct>->|=>|==|!=|<=|>=|[()\[\]{},;:=.+\-*/<>?^])
 """, re.VERBOSE | re.DOTALL)
 
-_NUM_SUFFIX = {"f": "float32", "f32": "float32", "f64": "float64", "f16": "float16", "i8": "int8",
+_NUM_SUFFIX = {"f": "float32", "f32": "float32", "f64": "float64", "f16": "float16", "i": "int32", "i8": "int8",
                "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                "u64": "uint64", "b": "bool"}
 
@@ -74,14 +82,26 @@ def _tokenize(text, source):
     toks, pos, line, line_start = [], 0, 1, 0
     meta = None
     while pos < len(text):
+        if text.startswith("/*", pos):
+            end = _block_comment_end(text, pos)
+            if end is None:
+                raise ParseError("unterminated /* comment", line, pos - line_start + 1, source, text)
+            nl = text.count("\n", pos, end)
+            if nl:
+                line += nl
+                line_start = text.rfind("\n", pos, end) + 1
+            pos = end
+            continue
         m = _TOKEN_RE.match(text, pos)
         if not m:
             raise ParseError(f"unexpected character {text[pos]!r}", line, pos - line_start + 1, source, text)
         kind = m.lastgroup
         tok_text = m.group()
         if kind == "metadata":
-            meta = text[m.end():]
+            meta = (text[m.end():], line)
             break
+        if kind == "number" and len(tok_text) > 64:
+            raise ParseError("numeric literal longer than 64 characters", line, pos - line_start + 1, source, text)
         if kind != "ws":
             toks.append(_Tok(kind, tok_text, line, pos - line_start + 1))
         nl = tok_text.count("\n")
@@ -93,8 +113,48 @@ def _tokenize(text, source):
     return toks, meta
 
 
+def _block_comment_end(text, pos):
+    """End of the block comment opening at ``pos``; block comments nest, as in TVM."""
+    depth, i = 0, pos
+    while i < len(text):
+        if text.startswith("/*", i):
+            depth += 1
+            i += 2
+        elif text.startswith("*/", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return None
+
+
+_FLOAT_MAX = {"float16": 65504.0, "float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+
+
+def _literal(body, dtype, is_float, negative, suffixed):
+    """``(value, dtype)`` of a literal, range-checked as TVM's tokenizer does: an integer without
+    a suffix that does not fit int32 becomes int64; any other value outside its type's range
+    (``2147483648i32``, ``3.5e38f``, ``65505f16``) raises ``ValueError``."""
+    if dtype == "bool":
+        return bool(int(body)), dtype
+    sign = "-" if negative else ""
+    if is_float:
+        value = float(body)
+        if abs(value) > _FLOAT_MAX[dtype]:
+            raise ValueError(f"floating point literal {sign}{body} does not fit in {dtype}")
+        return (-value if negative else value), dtype
+    value = -int(body) if negative else int(body)
+    for dt in (dtype,) if suffixed or dtype != "int32" else ("int32", "int64"):
+        info = np.iinfo(dt)
+        if info.min <= value <= info.max:
+            return value, dt
+    raise ValueError(f"integer literal {sign}{body} does not fit in {dtype}")
+
+
 def _number(text):
-    m = re.match(r"^(.*?)(f16|f32|f64|f|i8|i16|i32|i64|u8|u16|u32|u64|b)?$", text)
+    m = re.match(r"^(.*?)(f16|f32|f64|f|i8|i16|i32|i64|i|u8|u16|u32|u64|b)?$", text)
     body, suffix = m.group(1), m.group(2)
     is_float = any(c in body for c in ".eE")
     if suffix:
@@ -104,17 +164,36 @@ def _number(text):
     return body, dtype, is_float or dtype.startswith("float")
 
 
-def _decode_metadata(meta_text):
-    """Constants of a metadata section: ours (JSON with ``relay.Constant``) or TVM's ``b64ndarrays``."""
-    if meta_text is None or not meta_text.strip():
+def _decode_metadata(meta, source, text):
+    """Constants of a metadata section; a malformed section is a ``ParseError`` at its header."""
+    if meta is None or not meta[0].strip():
         return []
+    try:
+        return _decode_metadata_json(meta[0])
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError,
+            MemoryError, struct.error) as e:   # binascii.Error is a ValueError
+        raise ParseError(f"invalid #[metadata] section: {str(e)[:200]}", meta[1], 1, source, text) from None
+
+
+def _metadata_array(raw, dtype, shape):
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError(f"bad shape {shape!r}")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_metadata_json(meta_text):
+    """Ours (JSON with ``relay.Constant``) or TVM's (``b64ndarrays``)."""
     data = json.loads(meta_text)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
     if "relay.Constant" in data:
-        return [np.frombuffer(base64.b64decode(c["data"]), dtype=c["dtype"]).reshape(c["shape"]).copy()
+        return [_metadata_array(base64.b64decode(c["data"], validate=True), c["dtype"], c["shape"])
                 for c in data["relay.Constant"]]
     out = []
     for b in data.get("b64ndarrays", []):
-        raw = base64.b64decode(b)
+        raw = base64.b64decode(b, validate=True)
         # TVM NDArray blob: magic, reserved, device (2 x i32), ndim (i32), dtype (u8 code, u8 bits, u16 lanes)
         off = 16 + 8
         (ndim,) = struct.unpack_from("<i", raw, off)
@@ -127,7 +206,7 @@ def _decode_metadata(meta_text):
         off += 8
         kind = {0: "int", 1: "uint", 2: "float"}[code]
         dtype = "bool" if (kind == "uint" and bits == 1) else f"{kind}{bits}"
-        out.append(np.frombuffer(raw[off:off + nbytes], dtype=dtype).reshape(shape).copy())
+        out.append(_metadata_array(raw[off:off + nbytes], dtype, list(shape)))
     return out
 
 
@@ -137,10 +216,12 @@ class _Parser:
         self.toks, meta = _tokenize(text, source)
         self.pos = 0
         self.base = base or IRModule()
-        self.constants = list(constants) if constants is not None else _decode_metadata(meta)
+        self.constants = list(constants) if constants is not None else _decode_metadata(meta, source, text)
         self.gtvs = {name: td.header for name, td in self.base.type_definitions.items()}
         self.ctors = {c.name: c for td in self.base.type_definitions.values() for c in td.constructors}
         self.typedefs = {}
+        self.depth = 0
+        self.own_ctors = set()
         self.scopes = []
         self.tvar_scopes = []
         self.global_refs = []
@@ -186,15 +267,22 @@ class _Parser:
         return t.text
 
     # -- module
-    def parse_module(self):
+    def skip_version(self):
+        """The optional ``#[version = "0.0.5"]`` header (TVM requires it; any other version is an
+        error in both)."""
         if self.tok.kind == "version":
             v = re.search(r'"([^"]*)"', self.tok.text).group(1)
-            if not v.startswith("0.0."):
-                raise self.error(f"unsupported text format version {v!r}")
+            if v != "0.0.5":
+                raise self.error(f"unsupported text format version {v!r} (this is version 0.0.5)")
             self.pos += 1
-        items = []
+
+    def parse_module(self):
+        self.skip_version()
+        if not (self.tok.kind == "eof" or self.at("def") or self.at("type") or self.at("extern")):
+            if self.tok.kind == "ident" and self.peek().kind == "global":
+                raise self.error(f"expected 'def' or 'type' at top level but found {self.tok.text!r}")
+            return self.parse_expression_module()
         depth = 0
-        start = self.pos
         # Pass 1: declare every ADT name so definitions may refer to each other in any order.
         for i in range(self.pos, len(self.toks) - 1):
             t = self.toks[i]
@@ -202,7 +290,7 @@ class _Parser:
                 depth += 1
             elif t.kind == "punct" and t.text in "})]":
                 depth -= 1
-            elif depth == 0 and t.kind == "ident" and t.text == "type":
+            elif depth == 0 and t.kind == "ident" and t.text == "type" and self.toks[i - 1].text != ".":
                 name_tok = self.toks[i + 1]
                 if name_tok.kind == "ident":
                     self.gtvs[name_tok.text] = GlobalTypeVar(name_tok.text)
@@ -211,6 +299,11 @@ class _Parser:
         while self.tok.kind != "eof":
             if self.at("type"):
                 self.parse_typedef()
+            elif self.at("extern"):
+                t = self.tok
+                self.pos += 1
+                if self.parse_typedef().constructors:
+                    raise self.error("an external type may not have any constructors", t)
             elif self.at("def"):
                 defs.append(self.pos)
                 self.skip_def()
@@ -225,12 +318,31 @@ class _Parser:
                 raise self.error(f"global @{name} is defined twice", self.toks[p])
             functions[name] = fn
         self.pos = end
-        mod = self.base.update(IRModule(functions, self.typedefs))
+        base = _without_stale(self.base, set(self.typedefs))
+        if base is not self.base:   # the text replaces part of the base: its definitions come in its order
+            base = IRModule({n: f for n, f in base.functions.items() if n not in functions}, base.type_definitions)
+        mod = base.update(IRModule(functions, self.typedefs))
         for gv in self.global_refs:
             if gv.name_hint not in mod.functions:
                 raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
                                  self.source, self.text)
         return mod
+
+    def parse_expression_module(self):
+        """A text that is one expression (``free_var`` lines, bindings, a result) is the module
+        whose ``@main`` takes the expression's free variables, like TVM's ``IRModule.from_expr``."""
+        from .analysis import free_vars
+        start = self.tok
+        self.scopes.append({})
+        body = self.parse_scope()
+        if self.tok.kind != "eof":
+            raise self.error(f"unexpected {self.tok.text!r} after the expression")
+        for gv in self.global_refs:
+            if gv.name_hint not in self.base.functions:
+                raise ParseError(f"unknown global function @{gv.name_hint}", gv.span.line, gv.span.column,
+                                 self.source, self.text)
+        main = Function(tuple(free_vars(body)), body, span=self.span(start))
+        return self.base.update(IRModule({"main": main}, {}))
 
     def skip_def(self):
         start = self.pos
@@ -275,7 +387,10 @@ class _Parser:
         ctors = []
         if self.accept("{"):
             while not self.at("}"):
+                ctok = self.tok
                 cname = self.ident("a constructor name")
+                if cname in self.own_ctors:
+                    raise self.error(f"a constructor named {cname} is already defined", ctok)
                 inputs = []
                 if self.accept("("):
                     while not self.at(")"):
@@ -286,11 +401,13 @@ class _Parser:
                 c = Constructor(cname, tuple(inputs), gtv, len(ctors))
                 ctors.append(c)
                 self.ctors[cname] = c
+                self.own_ctors.add(cname)
                 if not self.accept(","):
                     break
             self.expect("}")
         self.tvar_scopes.pop()
         self.typedefs[name] = TypeData(gtv, tvars, ctors)
+        return self.typedefs[name]
 
     def parse_def(self):
         self.expect("def")
@@ -342,18 +459,17 @@ class _Parser:
 
     # -- types
     def parse_type(self):
+        return self.nested(self._parse_type)
+
+    def _parse_type(self):
         t = self.tok
         if self.accept("("):
             fields = []
-            trailing = False
             while not self.at(")"):
                 fields.append(self.parse_type())
-                trailing = self.accept(",")
-                if not trailing:
+                if not self.accept(","):
                     break
             self.expect(")")
-            if len(fields) == 1 and not trailing:
-                return fields[0]
             return TupleType(tuple(fields))
         if self.accept("fn"):
             tparams = self.parse_type_params()
@@ -377,12 +493,17 @@ class _Parser:
             shape = self.parse_shape()
             self.expect(",")
             dtype = self.ident("a dtype")
-            if dtype not in DTYPES:
-                raise self.error(f"unknown dtype {dtype!r}", self.toks[self.pos - 1])
+            try:
+                dtype = canonical_dtype(dtype)
+            except ValueError as e:
+                raise self.error(str(e), self.toks[self.pos - 1]) from None
             self.expect("]")
             return TensorType(shape, dtype)
-        if name in DTYPES:
-            return TensorType((), name)
+        if is_dtype_name(name):
+            try:
+                return TensorType((), canonical_dtype(name))
+            except ValueError as e:
+                raise self.error(str(e), t) from None
         if name == "ref":
             self.expect("(")
             v = self.parse_type()
@@ -519,21 +640,31 @@ class _Parser:
     def parse_unary(self):
         t = self.tok
         if self.at("-"):
+            # A run of minus signs before a literal is folded into it, as TVM's tokenizer does.
+            k = 0
+            while self.peek(k).kind == "punct" and self.peek(k).text == "-":
+                k += 1
+            lit = self.peek(k)
+            if lit.kind == "number" and lit.line == t.line and lit.col == t.col + k:
+                self.pos += k
+                return self.parse_number(negative=k % 2 == 1, start=t)
+            if lit.kind == "ident" and lit.text == "inff" and lit.col == t.col + k:
+                self.pos += k + 1
+                return Constant(np.asarray(-np.inf if k % 2 else np.inf, "float32"), span=self.span(t))
             self.pos += 1
-            if self.tok.kind == "number":
-                c = self.parse_number()
-                return Constant(-c.data, span=self.span(t))
-            return Call(Op("negative"), (self.parse_unary(),), span=self.span(t))
+            return Call(Op("negative"), (self.nested(self.parse_unary),), span=self.span(t))
         return self.parse_postfix()
 
-    def parse_number(self):
+    def parse_number(self, negative=False, start=None):
         t = self.tok
         self.pos += 1
         body, dtype, is_float = _number(t.text)
-        if dtype == "bool":
-            return Constant(np.asarray(bool(int(body))), span=self.span(t))
-        value = float(body) if is_float else int(body)
-        return Constant(np.asarray(value, dtype=dtype), span=self.span(t))
+        suffixed = t.text != body
+        try:
+            value, dtype = _literal(body, dtype, is_float, negative, suffixed)
+        except ValueError as e:
+            raise self.error(str(e), start or t) from None
+        return Constant(np.asarray(value, dtype=dtype), span=self.span(start or t))
 
     def parse_postfix(self):
         start = self.tok
@@ -541,7 +672,7 @@ class _Parser:
         while True:
             t = start
             if self.at("("):
-                args, attrs = self.parse_call_args()
+                args, attrs = self.nested(self.parse_call_args)
                 e = Call(e, tuple(args), Attrs(attrs), span=self.span(t))
             elif self.at(".") and self.peek().kind == "number":
                 self.pos += 1
@@ -583,12 +714,15 @@ class _Parser:
         if self.at("-"):
             self.pos += 1
             v = self.parse_attr_value()
-            if not isinstance(v, (int, float)):
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
                 raise self.error("expected a number after '-'", t)
             return -v
         if t.kind == "string":
             self.pos += 1
-            return json.loads(t.text)
+            try:
+                return json.loads(t.text)
+            except ValueError as e:
+                raise self.error(f"invalid string literal: {e}", t) from None
         if self.at("[") or self.at("("):
             close = "]" if self.tok.text == "[" else ")"
             self.pos += 1
@@ -601,10 +735,25 @@ class _Parser:
             return tuple(items)
         if t.kind == "ident":
             self.pos += 1
-            return {"True": True, "False": False, "None": None}.get(t.text, t.text)
+            return {"True": True, "False": False, "None": None, "nullptr": None,
+                    "inff": float("inf")}.get(t.text, t.text)
         raise self.error(f"expected an attribute value but found {t.text!r}")
 
+    def nested(self, parse, *args):
+        """``parse(*args)`` one nesting level deeper; too deep is a parse error at the token."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise self.error(f"expressions, types or patterns nested more than {MAX_NESTING} levels deep; "
+                                 f"flatten the program (e.g. with let or graph bindings)")
+            return parse(*args)
+        finally:
+            self.depth -= 1
+
     def parse_primary(self):
+        return self.nested(self._parse_primary)
+
+    def _parse_primary(self):
         t = self.tok
         sp = self.span(t)
         if t.kind == "local":
@@ -651,6 +800,9 @@ class _Parser:
         if name in ("True", "False"):
             self.pos += 1
             return Constant(np.asarray(name == "True"), span=sp)
+        if name == "inff":
+            self.pos += 1
+            return Constant(np.asarray(np.inf, "float32"), span=sp)
         if name in ("ref", "ref_read", "ref_write") and self.peek().text == "(":
             self.pos += 1
             self.expect("(")
@@ -674,8 +826,6 @@ class _Parser:
             get_op(name)
         except KeyError:
             raise self.error(f"unknown operator or constructor {name!r}", t) from None
-        if not self.at("("):
-            raise self.error(f"operator {name} must be called", t)
         return Op(name, span=sp)
 
     def parse_meta(self):
@@ -721,21 +871,14 @@ class _Parser:
         t = self.tok
         self.expect("match")
         complete = not self.accept("?")
-        self.expect("(")
-        data = self.parse_scope()
-        self.expect(")")
+        data = self.parse_postfix()
         self.expect("{")
         clauses = []
         while not self.at("}"):
             self.scopes.append({})
             lhs = self.parse_pattern()
             self.expect("=>")
-            if self.at("{"):
-                self.pos += 1
-                rhs = self.parse_scope()
-                self.expect("}")
-            else:
-                rhs = self.parse_expr()
+            rhs = self.parse_scope()
             self.scopes.pop()
             clauses.append(Clause(lhs, rhs))
             if not self.accept(","):
@@ -744,6 +887,9 @@ class _Parser:
         return Match(data, tuple(clauses), complete, span=self.span(t))
 
     def parse_pattern(self):
+        return self.nested(self._parse_pattern)
+
+    def _parse_pattern(self):
         t = self.tok
         if self.accept("_"):
             return PatternWildcard()
@@ -770,17 +916,108 @@ class _Parser:
         return PatternConstructor(self.ctors[name], tuple(ps))
 
 
+def _nesting_error(message):
+    return ParseError(message, 1, 1)
+
+
+@deep(_nesting_error)
+def _type_names(t, out):
+    """The ADT names a type mentions."""
+    if isinstance(t, TypeCall):
+        out.add(t.func.name)
+        for a in t.args:
+            _type_names(a, out)
+    elif isinstance(t, GlobalTypeVar):
+        out.add(t.name)
+    elif isinstance(t, TupleType):
+        for f in t.fields:
+            _type_names(f, out)
+    elif isinstance(t, FuncType):
+        for a in t.arg_types:
+            _type_names(a, out)
+        _type_names(t.ret_type, out)
+    elif isinstance(t, RefType):
+        _type_names(t.value, out)
+    return out
+
+
+def _mentions(fn):
+    """ADT names and globals a function's definition refers to."""
+    from .visitor import ExprVisitor
+
+    class Collect(ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.types, self.globals = set(), set()
+
+        def visit_var(self, e):
+            if e.type_annotation is not None:
+                _type_names(e.type_annotation, self.types)
+
+        def visit_globalvar(self, e):
+            self.globals.add(e.name_hint)
+
+        def visit_constructor(self, e):
+            self.types.add(e.belongs_to.name)
+
+        def visit_function(self, e):
+            if e.ret_type is not None:
+                _type_names(e.ret_type, self.types)
+            super().visit_function(e)
+
+        def visit_match(self, e):
+            stack = [c.lhs for c in e.clauses]
+            while stack:
+                p = stack.pop()
+                if isinstance(p, PatternConstructor):
+                    self.types.add(p.constructor.belongs_to.name)
+                stack.extend(getattr(p, "patterns", ()))
+            super().visit_match(e)
+    c = Collect()
+    c.visit(fn)
+    return c.types, c.globals
+
+
+def _without_stale(base, redefined):
+    """``base`` without the types a text redefines and the definitions that depend on them (a
+    text that brings its own ``List`` replaces the prelude's, and the prelude functions over the
+    old one go with it)."""
+    redefined = redefined & set(base.type_definitions)
+    if not redefined:
+        return base
+    stale_types = set(redefined)
+    changed = True
+    while changed:   # types whose constructors mention stale types are stale too
+        changed = False
+        for name, td in base.type_definitions.items():
+            if name not in stale_types and any(_type_names(t, set()) & stale_types
+                                               for c in td.constructors for t in c.inputs):
+                stale_types.add(name)
+                changed = True
+    uses = {name: _mentions(fn) for name, fn in base.functions.items()}
+    stale_fns = {n for n, (ts, _) in uses.items() if ts & stale_types}
+    changed = True
+    while changed:
+        changed = False
+        for n, (_, gs) in uses.items():
+            if n not in stale_fns and gs & stale_fns:
+                stale_fns.add(n)
+                changed = True
+    return IRModule({n: f for n, f in base.functions.items() if n not in stale_fns},
+                    {n: td for n, td in base.type_definitions.items() if n not in stale_types})
+
+
 def parse(text, base: IRModule | None = None, source="<string>", constants=None) -> IRModule:
     """Parse a module.  ``base`` supplies definitions (e.g. the prelude) that the text may use;
     the result contains them plus the text's own.  ``constants`` overrides the metadata section."""
     return _Parser(text, source, base, constants).parse_module()
 
 
+@deep(_nesting_error)
 def parse_expr(text, base: IRModule | None = None, source="<string>", constants=None):
     """Parse a single expression (a scope: bindings, lets and ``free_var`` lines, then a result)."""
     p = _Parser(text, source, base, constants)
-    if p.tok.kind == "version":
-        p.pos += 1
+    p.skip_version()
     p.scopes.append({})
     e = p.parse_scope()
     if p.tok.kind != "eof":
@@ -788,6 +1025,7 @@ def parse_expr(text, base: IRModule | None = None, source="<string>", constants=
     return e
 
 
+@deep(_nesting_error)
 def parse_type(text, base: IRModule | None = None):
     p = _Parser(text, "<type>", base)
     t = p.parse_type()

@@ -1,4 +1,5 @@
-"""The prelude: ``List``, ``Option`` and ``Tree`` with map, foldl, foldr and friends.
+"""The prelude: ``List``, ``Option`` and ``Tree`` with map, foldl, foldr and friends (every
+function of TVM's ``prelude.rly``, at the same types, and a few more).
 
 The definitions are written in Relay (``PRELUDE_TEXT``) and parsed once.
 """
@@ -144,6 +145,42 @@ def @unfoldr[A, B](%f: fn (A) -> Option[(A, B)], %seed: A) -> List[B] {
   match (%f(%seed)) {
     Some(%pair) => Cons(%pair.1, @unfoldr(%f, %pair.0)),
     None => Nil,
+  }
+}
+
+def @unfoldl[A, B](%f: fn (A) -> Option[(A, B)], %seed: A) -> List[B] {
+  @rev(@unfoldr(%f, %seed))
+}
+
+def @update[A](%xs: List[A], %n: int32, %v: A) -> List[A] {
+  match? (%xs) {
+    Cons(%x, %rest) => if (%n == 0) { Cons(%v, %rest) } else { Cons(%x, @update(%rest, %n - 1, %v)) },
+  }
+}
+
+def @sum(%xs: List[int32]) -> int32 {
+  @foldl(fn (%a: int32, %b: int32) -> int32 { %a + %b }, 0, %xs)
+}
+
+// A fold that also maps: %f takes the accumulator and an element and gives the next
+// accumulator and an output.  Left to right, each output is put in front of the previous ones,
+// so they come out reversed (as in TVM's prelude).
+def @map_accuml[A, B, C](%f: fn (A, B) -> (A, C), %init: A, %xs: List[B]) -> (A, List[C]) {
+  @foldl(fn (%state: (A, List[C]), %x: B) -> (A, List[C]) {
+    let (%acc, %y) = %f(%state.0, %x);
+    (%acc, Cons(%y, %state.1))
+  }, (%init, Nil), %xs)
+}
+
+// The same from the right: the last element is visited first; outputs keep the input order.
+def @map_accumr[A, B, C](%f: fn (A, B) -> (A, C), %init: A, %xs: List[B]) -> (A, List[C]) {
+  match (%xs) {
+    Nil => (%init, Nil),
+    Cons(%x, %rest) => {
+      let (%acc, %ys) = @map_accumr(%f, %init, %rest);
+      let (%last, %y) = %f(%acc, %x);
+      (%last, Cons(%y, %ys))
+    },
   }
 }
 

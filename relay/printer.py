@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from .depth import deep
 from .ir import (Call, Constant, Constructor, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, TypeData, Var)
@@ -69,8 +70,7 @@ def type_to_text(t, names=None):
     if isinstance(t, TypeVar):
         return t.name
     if isinstance(t, TypeCall):
-        if not t.args:
-            return t.func.name
+        # TVM prints an ADT applied to no arguments as ``nat[]``
         return f"{t.func.name}[{', '.join(type_to_text(a, names) for a in t.args)}]"
     if isinstance(t, GlobalTypeVar):
         return t.name
@@ -96,16 +96,79 @@ def attr_text(v):
     raise TypeError(f"cannot print attribute value {v!r}")
 
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"^[A-Za-z_/][A-Za-z0-9_/]*$")
 
 
-def _indent(text):
-    return "\n".join(("  " + line) if line else line for line in text.split("\n"))
+def _use_counts(root):
+    """How many parents refer to each compound node under ``root`` (iteratively: programs may be
+    deep)."""
+    uses, seen, stack = {}, set(), [root]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Call):
+            kids = (e.op, *e.args)
+        elif isinstance(e, Tuple):
+            kids = e.fields
+        elif isinstance(e, TupleGetItem):
+            kids = (e.tuple_value,)
+        elif isinstance(e, Let):
+            kids = (e.value, e.body)
+        elif isinstance(e, If):
+            kids = (e.cond, e.true_branch, e.false_branch)
+        elif isinstance(e, Function):
+            kids = (e.body,)
+        elif isinstance(e, Match):
+            kids = (e.data, *(c.rhs for c in e.clauses))
+        elif isinstance(e, RefCreate):
+            kids = (e.value,)
+        elif isinstance(e, RefRead):
+            kids = (e.ref,)
+        elif isinstance(e, RefWrite):
+            kids = (e.ref, e.value)
+        else:
+            kids = ()
+        for k in kids:
+            uses[id(k)] = uses.get(id(k), 0) + 1
+            stack.append(k)
+    return uses
+
+
+def _indent_by_braces(text):
+    """Indent every line by the number of ``{`` open before it (two spaces each).  The printer
+    writes blocks unindented and indents once at the end, so deep nesting costs time linear in
+    the output, not in its square."""
+    out, depth = [], 0
+    for line in text.split("\n"):
+        closers = len(line) - len(line.lstrip("}"))
+        out.append("  " * max(depth - closers, 0) + line if line else line)
+        if '"' not in line:
+            depth += line.count("{") - line.count("}")
+            continue
+        in_string = escaped = False
+        for ch in line:
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+    return "\n".join(out)
 
 
 class _Printer:
     def __init__(self, show_meta_data=True, meta=None):
         self.show_meta_data = show_meta_data
+        self.uses = {}
         self.meta = meta if meta is not None else []
         self.meta_ids = {}
         self.reset_names()
@@ -120,7 +183,7 @@ class _Printer:
 
     # -- names
     def fresh_name(self, v):
-        base = re.sub(r"\W", "_", v.name_hint or "")
+        base = re.sub(r"[^\w/]", "_", v.name_hint or "")   # TVM's identifiers may contain /
         if not _NAME_RE.match(base):
             base = "v" + base   # numeric names would read as graph temporaries
         name, i = base, 1
@@ -178,6 +241,8 @@ class _Printer:
         for lines, memo in reversed(self.scopes):
             if id(e) in memo:
                 return memo[id(e)][1]
+        if self.uses.get(id(e), 0) > 1 and not isinstance(e, (Function, Let, If, Match)):
+            return self.atom(e)   # a shared node is bound once, then named (as TVM prints it)
         return self.inline(e)
 
     def block(self, e):
@@ -200,7 +265,7 @@ class _Printer:
         return "\n".join(lines + [result])
 
     def braces(self, e):
-        return "{\n" + _indent(self.block(e)) + "\n}"
+        return "{\n" + self.block(e) + "\n}"
 
     # -- expressions
     def inline(self, e):
@@ -245,7 +310,7 @@ class _Printer:
                 clauses.append(f"{self.pattern(c.lhs)} => {self.braces(c.rhs)},")
                 self.pop_frame()
             kw = "match" if e.complete else "match?"
-            return f"{kw} ({d}) {{\n" + _indent("\n".join(clauses)) + "\n}"
+            return f"{kw} ({d}) {{\n" + "\n".join(clauses) + "\n}"
         if isinstance(e, RefCreate):
             return f"ref({self.atom(e.value)})"
         if isinstance(e, RefRead):
@@ -284,9 +349,9 @@ class _Printer:
         lines = [f"type {td.header.name}{tv} {{"]
         for c in td.constructors:
             if c.inputs:
-                lines.append(f"  {c.name}({', '.join(type_to_text(t) for t in c.inputs)}),")
+                lines.append(f"{c.name}({', '.join(type_to_text(t) for t in c.inputs)}),")
             else:
-                lines.append(f"  {c.name},")
+                lines.append(f"{c.name},")
         lines.append("}")
         return "\n".join(lines)
 
@@ -298,6 +363,7 @@ class _Printer:
         return "#[metadata]\n" + json.dumps({"relay.Constant": items}, indent=1) + "\n"
 
 
+@deep(ValueError)
 def module_to_text(mod: IRModule, show_meta_data=True, only=None):
     """The whole module as text (``only``: restrict to these global and type names)."""
     p = _Printer(show_meta_data)
@@ -308,14 +374,21 @@ def module_to_text(mod: IRModule, show_meta_data=True, only=None):
     for name, fn in mod.functions.items():
         if only is None or name in only:
             p.reset_names()
+            p.uses = _use_counts(fn)
             parts.append(p.function(fn, f"def @{name}"))
-    text = "\n".join(parts) + "\n"
+    text = _indent_by_braces("\n".join(parts)) + "\n"
     meta = p.metadata()
     return text + meta
 
 
+@deep(ValueError)
 def expr_to_text(e, show_meta_data=False):
-    """An expression as text (free variables keep their names; metadata omitted by default)."""
+    """An expression as text: ``free_var`` declarations of its free variables, then the
+    expression (metadata omitted by default)."""
+    from .analysis import free_vars
     p = _Printer(show_meta_data)
-    text = p.block(e)
+    p.uses = _use_counts(e)
+    # free variables are declared first, as TVM prints them, so the text parses back alone
+    decls = [f"free_var {p.var_decl(v)};" for v in free_vars(e)]
+    text = _indent_by_braces("\n".join(decls + [p.block(e)]))
     return text + ("\n" + p.metadata() if show_meta_data and p.meta else "")

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import itertools
+import re
 
 import numpy as np
 
 __all__ = [
     "Type", "Any", "ANY", "TensorType", "TupleType", "FuncType", "RefType", "TypeVar",
     "IncompleteType", "GlobalTypeVar", "TypeCall", "scalar_type", "UNIT", "DTYPES", "check_dtype",
-    "free_type_vars", "substitute",
+    "free_type_vars", "substitute", "canonical_dtype", "is_dtype_name",
 ]
 
 DTYPES = (
@@ -18,9 +19,33 @@ DTYPES = (
 )
 
 
+# TVM's dtype spellings beyond DTYPES: other bit widths and vector lanes (``int8x4``,
+# ``uint1x4``, ``float16x4``).  They type-check; only DTYPES have kernels.
+_DTYPE_RE = re.compile(r"^(int|uint|float|bfloat)(1|4|8|16|32|64)?(?:x([1-9][0-9]*))?$")
+
+
+def is_dtype_name(name: str) -> bool:
+    """Whether a type name is spelled as a dtype (as TVM's parser decides: it starts with int,
+    uint, float or bool)."""
+    return name.startswith(("int", "uint", "float", "bool"))
+
+
+def canonical_dtype(name: str) -> str:
+    """TVM's canonical spelling of a dtype name (``int`` -> ``int32``, ``int8x1`` -> ``int8``);
+    ``ValueError`` if it is not one."""
+    if name == "bool":
+        return name
+    m = _DTYPE_RE.match(name)
+    if not m or m.group(1) == "float" and m.group(2) in ("1", "4", "8") or m.group(1) == "bfloat" and m.group(2) != "16":
+        raise ValueError(f"unknown dtype {name!r}; expected e.g. {', '.join(DTYPES)} or a vector such as int8x4")
+    kind, bits, lanes = m.group(1), m.group(2) or "32", m.group(3)
+    return f"{kind}{bits}" + (f"x{lanes}" if lanes and lanes != "1" else "")
+
+
 def check_dtype(dtype: str) -> str:
-    """Return ``dtype`` if it names a supported tensor element type, else raise ``ValueError``."""
-    if dtype not in DTYPES:
+    """Return ``dtype`` if it names a tensor element type (canonically spelt), else raise
+    ``ValueError``."""
+    if dtype not in DTYPES and canonical_dtype(dtype) != dtype:
         raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
     return dtype
 

@@ -3,9 +3,15 @@
 ``check_module`` infers the type of every expression of every global function.  Holes
 (``IncompleteType``) are introduced for unannotated variables and call results and are solved by
 unification; each operator call adds its relation, which is re-run whenever it could not yet
-decide, until everything is solved, a relation fails (a ``RelayTypeError`` that points at the
-call and names the relation), or a fixpoint is reached with holes left (an error asking for an
-annotation).
+decide (and whose backward rule, if any, meanwhile assigns argument types from what is known),
+until everything is solved, a relation fails (a ``RelayTypeError`` that points at the call and
+names the relation), or a fixpoint is reached with an expression whose whole type is unknown
+(an error asking for an annotation).
+
+Type parameters are rigid inside their definition; every use of a polymorphic global,
+constructor or function value is instantiated with fresh holes, and unifying a polymorphic
+function type with a less polymorphic one instantiates the extra parameters, as TVM's unifier
+does.  Globals without a full signature are inferred on first use, before their users.
 """
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ from dataclasses import dataclass
 from .ir import (Call, Constant, Constructor, Expr, Function, GlobalVar, If, IRModule, Let, Match, Op,
                  PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
                  RefWrite, Tuple, TupleGetItem, Var)
-from .op.registry import NotReady, RelationError, get_op, get_relation
+from .depth import deep
+from .op.registry import NotReady, RelationError, get_backward, get_op, get_relation
 from .ty import (Any, FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type,
                  TypeCall, UNIT, substitute)
 
@@ -23,6 +30,8 @@ __all__ = ["RelayTypeError", "TypeInfo", "check_module", "infer_expr", "short_te
 
 class RelayTypeError(Exception):
     """A type error, pointing at the offending sub-expression."""
+
+    exit_code = 1   # the `vta` command's code for a rejected program
 
     def __init__(self, message, expr=None):
         self.message = message
@@ -81,6 +90,14 @@ def short_text(e, depth=0):
 
 class _Mismatch(Exception):
     pass
+
+
+def instantiate(ft):
+    """``ft`` with its type parameters replaced by fresh holes."""
+    if not isinstance(ft, FuncType) or not ft.type_params:
+        return ft
+    m = {p: IncompleteType() for p in ft.type_params}
+    return FuncType(tuple(substitute(a, m) for a in ft.arg_types), substitute(ft.ret_type, m))
 
 
 class _Solver:
@@ -159,12 +176,18 @@ class _Solver:
                 self.unify(x, y)
             return
         if isinstance(a, FuncType) and isinstance(b, FuncType):
-            if len(a.arg_types) != len(b.arg_types) or len(a.type_params) != len(b.type_params):
+            if len(a.arg_types) != len(b.arg_types):
                 raise _Mismatch("function arities differ")
-            m = dict(zip(b.type_params, a.type_params))
+            if len(a.type_params) < len(b.type_params):
+                a, b = b, a
+            # As TVM's unifier: the first type parameters of the more polymorphic side are
+            # renamed to the other side's, the rest instantiated with fresh holes (a polymorphic
+            # function where a monomorphic one is expected is instantiated there).
+            m = dict(zip(a.type_params, b.type_params))
+            m.update({p: IncompleteType() for p in a.type_params[len(b.type_params):]})
             for x, y in zip(a.arg_types, b.arg_types):
-                self.unify(x, substitute(y, m))
-            self.unify(a.ret_type, substitute(b.ret_type, m))
+                self.unify(substitute(x, m), y)
+            self.unify(substitute(a.ret_type, m), b.ret_type)
             return
         if isinstance(a, RefType) and isinstance(b, RefType):
             self.unify(a.value, b.value)
@@ -209,6 +232,8 @@ class _Rel:
     args: list
     out: Type
     expr: Expr
+    back: object = None
+    of_value: bool = False   # the relation of an operator used as a value (dropped if never solved)
 
 
 @dataclass
@@ -232,6 +257,7 @@ class _Checker:
         self.global_types = {}
         self.pending = []
         self.attrs_cache = {}
+        self.in_progress = {}
 
     # -- helpers
     def unify(self, a, b, expr, what=None):
@@ -240,13 +266,13 @@ class _Checker:
         except _Mismatch as m:
             ra, rb = self.s.resolve(a), self.s.resolve(b)
             msg = f"{what}: " if what else ""
-            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({m})", expr) from None
+            why = str(m)
+            if str(ra) == str(rb):
+                why = "type variables of the same name bound by different definitions are different types"
+            raise RelayTypeError(f"{msg}expected {rb}, but found {ra} ({why})", expr) from None
 
     def instantiate(self, ft):
-        if not isinstance(ft, FuncType) or not ft.type_params:
-            return ft
-        m = {p: IncompleteType() for p in ft.type_params}
-        return FuncType(tuple(substitute(a, m) for a in ft.arg_types), substitute(ft.ret_type, m))
+        return instantiate(ft)
 
     def check_type(self, t, expr):
         """Annotations must name known ADTs with the right number of arguments."""
@@ -301,11 +327,31 @@ class _Checker:
         try:
             t = r.fn(args)
         except NotReady:
+            if r.back is None or not self.try_backward(r, args):
+                return False
+            return self.try_relation(r)
+        except RelationError as e:
+            raise RelayTypeError(f"relation {r.name} failed: {e}", r.expr) from None
+        except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError) as e:
+            # an attribute of the wrong form that the relation did not anticipate
+            raise RelayTypeError(f"relation {r.name} failed on the call's attributes: {e}", r.expr) from None
+        self.unify(t, r.out, r.expr, f"relation {r.name} gives {self.s.resolve(t)}")
+        return True
+
+    def try_backward(self, r, args):
+        """Assign argument types the relation's backward rule knows; whether any hole was filled."""
+        try:
+            found = r.back(args, self.s.resolve(r.out))
+        except NotReady:
             return False
         except RelationError as e:
             raise RelayTypeError(f"relation {r.name} failed: {e}", r.expr) from None
-        self.unify(t, r.out, r.expr, f"relation {r.name} gives {self.s.resolve(t)}")
-        return True
+        progress = False
+        for i, t in found.items():
+            before = self.s.resolve(r.args[i])
+            self.unify(r.args[i], t, r.expr, f"relation {r.name} gives argument {i} the type {t}")
+            progress = progress or self.s.resolve(r.args[i]) != before
+        return progress
 
     def solve(self):
         progress = True
@@ -334,15 +380,53 @@ class _Checker:
         return self.var_types[e]
 
     def visit_globalvar(self, e):
-        if e.name_hint not in self.global_types:
-            raise RelayTypeError(f"no global function @{e.name_hint} in the module", e)
-        return self.instantiate(self.global_types[e.name_hint])
+        name = e.name_hint
+        if name not in self.mod.functions:
+            raise RelayTypeError(f"no global function @{name} in the module", e)
+        if name not in self.global_types:
+            if name in self.in_progress:
+                # recursion through an unannotated global: monomorphic within its definition
+                return self.in_progress[name]
+            self.infer_global(name)
+        return self.instantiate(self.global_types[name])
+
+    def infer_global(self, name):
+        """Infer an unannotated global, then fix its type (generalised over its declared type
+        parameters) so that its users instantiate it."""
+        fn = self.mod.functions[name]
+        hole = self.in_progress[name] = IncompleteType()
+        t = self.infer(fn)
+        self.unify(FuncType(t.arg_types, t.ret_type), hole, fn, f"global @{name}")
+        self.solve()
+        del self.in_progress[name]
+        self.global_types[name] = FuncType(tuple(self.s.resolve(a) for a in t.arg_types),
+                                           self.s.resolve(t.ret_type), fn.type_params)
 
     def visit_constant(self, e):
         return TensorType(e.data.shape, str(e.data.dtype))
 
     def visit_op(self, e):
-        raise RelayTypeError(f"operator {e.name} can only be called, not used as a value", e)
+        """An operator as a value (TVM: its relation-constrained function type): a function of
+        holes under its relation, which a call of the value solves; if it is never called the
+        relation is dropped (the value stays polymorphic, as in TVM)."""
+        try:
+            opdef = get_op(e.name)
+        except KeyError as err:
+            raise RelayTypeError(str(err.args[0]), e) from None
+        if opdef.num_inputs is None or (opdef.min_inputs is not None and opdef.min_inputs != opdef.num_inputs):
+            raise RelayTypeError(f"operator {e.name} takes a variable number of arguments, so it can only be "
+                                 f"called, not used as a value", e)
+        try:
+            attrs = opdef.normalize_attrs({})
+        except ValueError as err:
+            raise RelayTypeError(f"{err}, so {e.name} can only be called, not used as a value", e) from None
+        args = [IncompleteType() for _ in range(opdef.num_inputs)]
+        out = IncompleteType()
+        rel = get_relation(opdef.relation)
+        r = _Rel(opdef.relation, lambda ts, rel=rel, attrs=attrs: rel(ts, attrs), args, out, e, None, True)
+        if not self.try_relation(r):
+            self.pending.append(r)
+        return FuncType(tuple(args), out)
 
     def visit_constructor(self, e):
         ins, ret = self.constructor_type(e)
@@ -362,7 +446,11 @@ class _Checker:
             args = [self.infer(a) for a in e.args]
             out = IncompleteType()
             rel = get_relation(opdef.relation)
-            self.add_relation(opdef.relation, lambda ts, rel=rel, attrs=attrs: rel(ts, attrs), args, out, e)
+            back = get_backward(opdef.relation)
+            r = _Rel(opdef.relation, lambda ts, rel=rel, attrs=attrs: rel(ts, attrs), args, out, e,
+                     back and (lambda ts, o, back=back, attrs=attrs: back(ts, o, attrs)))
+            if not self.try_relation(r):
+                self.pending.append(r)
             return out
         if isinstance(e.op, Constructor):
             ins, ret = self.constructor_type(e.op)
@@ -412,7 +500,12 @@ class _Checker:
     def visit_if(self, e):
         self.unify(self.infer(e.cond), TensorType((), "bool"), e.cond, "if condition")
         t = self.infer(e.true_branch)
-        self.unify(self.infer(e.false_branch), t, e.false_branch, "else branch (must match the then branch)")
+        f = self.infer(e.false_branch)
+        self.unify(f, t, e.false_branch, "else branch (must match the then branch)")
+        # the unified type is the less polymorphic branch's (TVM's unifier result)
+        rt, rf = self.s.find(t), self.s.find(f)
+        if isinstance(rt, FuncType) and isinstance(rf, FuncType) and len(rf.type_params) < len(rt.type_params):
+            return f
         return t
 
     def visit_tuple(self, e):
@@ -518,6 +611,7 @@ def _exhaustive(rows, mod):
     return True
 
 
+@deep(RelayTypeError)
 def check_module(mod: IRModule) -> TypeInfo:
     """Infer the types of every global function of ``mod``; raise ``RelayTypeError`` on failure."""
     ck = _Checker(mod)
@@ -528,21 +622,20 @@ def check_module(mod: IRModule) -> TypeInfo:
             ck.check_type(fn.ret_type, fn)
             ck.global_types[name] = FuncType(tuple(p.type_annotation for p in fn.params), fn.ret_type,
                                              fn.type_params)
-        else:
-            ck.global_types[name] = IncompleteType()
     for name, fn in mod.functions.items():
-        t = ck.infer(fn)
-        gt = ck.global_types[name]
-        if isinstance(gt, IncompleteType):
-            ck.unify(FuncType(t.arg_types, t.ret_type), gt, fn, f"global @{name}")
+        if name not in ck.global_types:
+            ck.infer_global(name)
+        elif id(fn) not in ck.types:
+            ck.infer(fn)
         ck.solve()
     ck.solve()
+    ck.pending = [r for r in ck.pending if not r.of_value]
     if ck.pending:
         r = ck.pending[0]
         raise RelayTypeError(f"relation {r.name} cannot be solved: the types of its arguments are unknown "
                              f"({', '.join(str(ck.s.resolve(a)) for a in r.args)}); add type annotations", r.expr)
     for key, (expr, t) in ck.types.items():
-        if t is not None and ck.s.has_holes(t):
+        if t is not None and isinstance(ck.s.find(t), IncompleteType):
             raise RelayTypeError(f"cannot infer the type (got {ck.s.resolve(t)}); add a type annotation", expr)
     gts = {}
     for name, gt in ck.global_types.items():
@@ -550,6 +643,7 @@ def check_module(mod: IRModule) -> TypeInfo:
     return TypeInfo(gts, ck.types, ck.s)
 
 
+@deep(RelayTypeError)
 def infer_expr(expr, mod: IRModule | None = None) -> Type:
     """The type of ``expr`` (checked as the body of a fresh global whose parameters are its free
     variables)."""

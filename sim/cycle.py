@@ -16,16 +16,18 @@ Command line::
 from __future__ import annotations
 
 import mmap
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from isa.errors import ErrorCode
 from isa.image import ProgramImage, load_image
-from sim.functional import SimulationError
+from sim.functional import SimulationError, SimulationTimeout
 from sim.timing.core import COUNTERS, Core
 
-__all__ = ["run_image", "CycleResult", "CycleSimulationError", "COUNTERS", "simulate"]
+__all__ = ["run_image", "CycleResult", "CycleSimulationError", "SimulationTimeout", "COUNTERS",
+           "simulate"]
 
 DEFAULT_MAX_CYCLES = 1 << 40
 
@@ -72,25 +74,65 @@ def _copy_dram(dram: np.ndarray) -> np.ndarray:
 
 
 def simulate(image, *, max_cycles: int = DEFAULT_MAX_CYCLES, trace: bool = False,
-             fast: bool = True) -> Core:
+             fast: bool = True, timeout: float | None = None) -> Core:
     """Run ``image`` to the end and return the :class:`~sim.timing.core.Core` (never raises on
-    an error of the program). ``fast=False`` steps every cycle (the reference for tests)."""
+    an error of the program). ``fast=False`` steps every cycle (the reference for tests).
+    ``timeout`` (wall-clock seconds) raises :class:`SimulationTimeout`, checked every
+    :data:`_DEADLINE_STEPS` cycles stepped and inside long GEMM/ALU instructions."""
     image = _as_image(image)
     core = Core(image.config, _copy_dram(image.dram), image.insn_addr, image.insn_count)
     if trace:
         core.enable_trace()
-    core.run(max_cycles, fast)
+    if timeout is not None:
+        _bound_in_time(core, time.monotonic() + timeout)
+    try:
+        core.run(max_cycles, fast)
+    except SimulationTimeout as exc:
+        # The semantics do not know the index of the instruction the core is executing.
+        index = exc.index
+        if index is None and core.sem.executing is not None:
+            index = core.compute.index
+        at = f" (instruction {index})" if index is not None and exc.index is None else ""
+        raise SimulationTimeout(f"at cycle {core.t:,}{at}: {exc}", index) from None
     return core
 
 
+#: Cycles stepped between two looks at the clock (a few milliseconds of simulation).
+_DEADLINE_STEPS = 1 << 10
+
+
+def _bound_in_time(core: Core, deadline: float) -> None:
+    """Make ``core.run`` raise :class:`SimulationTimeout` once ``deadline`` has passed: the
+    semantics check it between the chunks of an instruction, the stepping every
+    :data:`_DEADLINE_STEPS` cycles (a wrapper of this core's ``step`` only; the timing model
+    is untouched)."""
+    core.sem.deadline = deadline
+    step, clock = core.step, time.monotonic
+    count = 0
+
+    def bounded_step() -> None:
+        nonlocal count
+        count += 1
+        if not count % _DEADLINE_STEPS and clock() > deadline:
+            busy = [m.name for m in core.modules if getattr(m, "fsm", 0)]
+            raise SimulationTimeout(f"modules still busy: {', '.join(busy) or 'none'} "
+                                    f"({core.counters.get('gemm_uops', 0):,} GEMM micro-ops "
+                                    f"so far)")
+        step()
+
+    core.step = bounded_step
+
+
 def run_image(image, *, trace=None, max_cycles: int = DEFAULT_MAX_CYCLES,
-              fast: bool = True) -> CycleResult:
+              fast: bool = True, timeout: float | None = None) -> CycleResult:
     """Run one image (a ProgramImage or a path). ``trace``: a path for a Chrome-trace JSON.
 
-    Raises :class:`CycleSimulationError` if the core stops with an error and
-    ``TimeoutError`` if it does not finish within ``max_cycles``.
+    Raises :class:`CycleSimulationError` if the core stops with an error,
+    ``TimeoutError`` if it does not finish within ``max_cycles`` and
+    :class:`SimulationTimeout` after ``timeout`` seconds of wall-clock time.
     """
-    core = simulate(image, max_cycles=max_cycles, trace=trace is not None, fast=fast)
+    core = simulate(image, max_cycles=max_cycles, trace=trace is not None, fast=fast,
+                    timeout=timeout)
     result = CycleResult(core.dram, core.cycles, dict(core.counters), core.error,
                          core.error_index)
     result.counters["bursts"] = core.mem.bursts

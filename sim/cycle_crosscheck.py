@@ -56,8 +56,9 @@ def rtl_prefix(image: ProgramImage, cycles: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="vta-xcheck-") as tmp:
         src, dst = Path(tmp) / "image.bin", Path(tmp) / "result.bin"
         header = np.array([image.dram.size, image.insn_addr, image.insn_count,
-                           cfg.mem_latency, cfg.max_burst_beats, cycles], "<u8")
-        src.write_bytes(b"VTAIMG1\0" + header.tobytes() + image.dram.tobytes())
+                           cfg.mem_latency, cfg.max_burst_beats, cfg.mem_outstanding,
+                           cfg.mem_beat_interval, cycles], "<u8")
+        src.write_bytes(b"VTAIMG2\0" + header.tobytes() + image.dram.tobytes())
         subprocess.run([str(exe), str(src), str(dst)], check=True)
         raw = dst.read_bytes()
     words = np.frombuffer(raw, "<u8", count=6, offset=8)

@@ -74,5 +74,7 @@ def write_trace(core, path) -> None:
     doc = {"traceEvents": ev, "displayTimeUnit": "ns",
            "otherData": {"unit": "1 us = 1 clock cycle", "summary": summary(core),
                          "counters": dict(core.counters)}}
-    with open(path, "w") as fh:
+    from isa.safeio import atomic_output
+
+    with atomic_output(path, what="trace", mode="w") as fh:     # never a partial trace
         json.dump(doc, fh)

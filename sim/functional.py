@@ -11,36 +11,36 @@ race-free program gives the same DRAM under every schedule (:func:`find_race` ch
 from __future__ import annotations
 
 import random
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from isa.arch import DEP_FLAGS, FUNCTIONAL_COUNTERS, QUEUES, STAGES, elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import (Alu, AluOp, Finish, Gemm, Instruction, IsaError, Load, MemType,
                           Opcode, Store, decode, module_of)
-from isa.errors import ErrorCode
+from isa.errors import ErrorCode, RejectedError, RunTimeout
 from isa.image import ProgramImage
 from isa.layout import uop_layout
 
-__all__ = ["FunctionalSimulator", "FunctionalResult", "SimulationError", "RaceError",
+__all__ = ["FunctionalSimulator", "FunctionalResult", "SimulationError", "SimulationTimeout",
+           "RaceError", "UOP_CHUNK", "uop_loop_max", "first_bad_uop",
            "run_image", "find_race", "check_fields", "alu_op", "SCHEDULES", "MODULES",
            "QUEUES", "DEP_QUEUES"]
 
-MODULES = ("load", "compute", "store")
-# Token queues: name -> (producer, consumer).
-QUEUES = {"l2g": ("load", "compute"), "g2l": ("compute", "load"),
-          "g2s": ("compute", "store"), "s2g": ("store", "compute")}
-# For each module, which queue each dependency flag refers to (None: must be zero).
-DEP_QUEUES = {
-    "load": {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
-    "compute": {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
-    "store": {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
-}
+# The modules, the token queues (name -> (producer, consumer)) and, for each module, which
+# queue each dependency flag refers to (None: must be zero): the facts of isa.arch.
+MODULES, DEP_QUEUES = STAGES, DEP_FLAGS
 SCHEDULES = ("in-order", "load-first", "store-first", "compute-first", "random")
+#: Micro-op executions whose indices are materialised at once: a GEMM or ALU instruction runs
+#: in chunks of about this many (its loops may describe up to 2^14 x 2^14 x 2^13 executions),
+#: so memory is bounded whatever the loop extents, and a deadline is checked between chunks.
+UOP_CHUNK = 1 << 18
 
 
-class SimulationError(RuntimeError):
+class SimulationError(RejectedError):
     """An error in the program (SPEC §4.6): ``code``, instruction ``index``, ``field``, ``value``."""
 
     def __init__(self, code: ErrorCode, index: int | None, message: str, *,
@@ -60,7 +60,15 @@ class SimulationError(RuntimeError):
         return self
 
 
-class RaceError(RuntimeError):
+class SimulationTimeout(RunTimeout):
+    """The wall-clock deadline passed; ``index`` is the instruction that was running."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+class RaceError(RejectedError):
     """Two legal schedules of one program left different DRAM."""
 
 
@@ -72,10 +80,9 @@ class FunctionalResult:
 
 
 def _counters() -> dict:
-    keys = ("gemm_counter", "gemm_reset_counter", "alu_counter", "inp_load_nbytes",
-            "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
-            "load_insns", "store_insns", "gemm_insns", "alu_insns", "finish_insns",
-            "nop_insns")
+    # The original's profiler counters, then this project's own.
+    keys = FUNCTIONAL_COUNTERS + ("gemm_reset_counter", "load_insns", "store_insns",
+                                  "gemm_insns", "alu_insns", "finish_insns", "nop_insns")
     return dict.fromkeys(keys, 0)
 
 
@@ -85,9 +92,13 @@ class FunctionalSimulator:
     ``dram`` is used in place; :meth:`run` executes one launch.
     """
 
-    def __init__(self, cfg: VTAConfig, dram: np.ndarray):
+    def __init__(self, cfg: VTAConfig, dram: np.ndarray, *, deadline: float | None = None):
         self.cfg = cfg
         self.dram = dram
+        #: ``time.monotonic()`` after which :class:`SimulationTimeout` is raised (checked
+        #: before each instruction and between the chunks of a long GEMM or ALU).
+        self.deadline = deadline
+        self.executing: tuple | None = None      # (instruction, uops done, uops in all)
         c = cfg
         self.uop = np.zeros(c.uop_depth, np.uint32)
         self.inp = np.zeros((c.inp_depth, c.batch, c.block_in), np.int8)
@@ -160,6 +171,8 @@ class FunctionalSimulator:
             self._stuck()
         module = self._pick(ready)
         index, insn = self.queues[module].popleft()
+        self.index = index
+        self.check_deadline(insn)
         dq, tokens = DEP_QUEUES[module], self.tokens
         for flag in ("pop_prev", "pop_next"):
             if getattr(insn, flag):
@@ -180,6 +193,29 @@ class FunctionalSimulator:
                 tokens[queue] += 1
         self.finished = isinstance(insn, Finish)
         return self.finished
+
+    def check_deadline(self, next_insn: Instruction | None = None) -> None:
+        """Raise :class:`SimulationTimeout` (saying what was running) if the deadline passed."""
+        if self.deadline is None or time.monotonic() <= self.deadline:
+            return
+        index = getattr(self, "index", None)
+        if self.executing is not None:
+            insn, done, total = self.executing
+            at = f" (instruction {index})" if index is not None else ""
+            what = (f"the {module_of(insn)} module was executing {insn.opcode.name}{at} and "
+                    f"had done {done:,} of its {total:,} micro-op executions")
+        elif next_insn is not None:
+            what = (f"the {module_of(next_insn)} module was about to execute "
+                    f"{next_insn.opcode.name} after {self.counters_total()} instructions")
+        else:
+            what = f"after {self.counters_total()} instructions"
+        raise SimulationTimeout(what, index)
+
+    def counters_total(self) -> int:
+        """Instructions executed so far."""
+        c = self.counters
+        return sum(c[k] for k in ("load_insns", "store_insns", "gemm_insns", "alu_insns",
+                                  "finish_insns"))
 
     def _decode(self, word: int, index: int) -> Instruction:
         """Decode at dispatch, with the errors that the fields alone reveal."""
@@ -251,13 +287,6 @@ class FunctionalSimulator:
         else:
             c["finish_insns"] += 1
 
-    def _elem_bytes(self, memory_type: int) -> int:
-        c = self.cfg
-        return {MemType.UOP: c.uop_elem_bytes, MemType.WGT: c.wgt_elem_bytes,
-                MemType.INP: c.inp_elem_bytes, MemType.ACC: c.acc_elem_bytes,
-                MemType.OUT: c.out_elem_bytes,
-                MemType.ACC_8BIT: c.batch * c.block_out}[memory_type]
-
     def _dram_elements(self, insn, elem_bytes: int) -> np.ndarray:
         """Element indices (y_size, x_size) that a 2-D transfer touches; checks the range."""
         rows = insn.dram_base + np.arange(insn.y_size, dtype=np.int64)[:, None] * insn.x_stride
@@ -287,7 +316,7 @@ class FunctionalSimulator:
                                   f"{insn.sram_base + row_len * rows - 1} but the buffer has "
                                   f"{buf.shape[0]}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
-        eb = self._elem_bytes(mt)
+        eb = elem_bytes(self.cfg, mt)
         idx = self._dram_elements(insn, eb)
         byte_idx = idx[..., None] * eb + np.arange(eb)
         raw = self.dram[byte_idx]                                   # (y, x, eb) uint8
@@ -323,45 +352,81 @@ class FunctionalSimulator:
         self.dram[byte_idx] = narrowed.view(np.uint8).reshape(idx.shape + (eb,))
         self.counters["out_store_nbytes"] += n * eb
 
-    def _uop_indices(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """dst, src, wgt index of every micro-op execution, in execution order."""
+    def _uop_bases(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dst, src, wgt fields of the instruction's micro-ops (int64, one per micro-op)."""
         if insn.uop_end > self.cfg.uop_depth:
             raise SimulationError(ErrorCode.SRAM_RANGE, None,
                                   f"uop_end = {insn.uop_end} is past the micro-op buffer "
                                   f"({self.cfg.uop_depth} entries)", field="uop_end",
                                   value=insn.uop_end)
         words = self.uop[insn.uop_bgn:insn.uop_end].astype(np.int64)
-        o = np.arange(insn.iter_out, dtype=np.int64)[:, None, None]
-        i = np.arange(insn.iter_in, dtype=np.int64)[None, :, None]
-        factors = ((insn.dst_factor_out, insn.dst_factor_in),
-                   (insn.src_factor_out, insn.src_factor_in),
-                   (getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0)))
-        out = []
-        for (offset, mask), (f_out, f_in) in zip(self._uop_fields, factors):
-            base = (words >> offset) & mask
-            out.append((base[None, None, :] + o * f_out + i * f_in).reshape(-1))
-        return tuple(out)
+        return tuple((words >> offset) & mask for offset, mask in self._uop_fields)
 
-    @staticmethod
-    def _check_index(idx: np.ndarray, depth: int, what: str, opname: str) -> None:
-        if idx.size and int(idx.max()) >= depth:
-            bad = int(idx.max())
-            raise SimulationError(ErrorCode.SRAM_RANGE, None,
-                                  f"{opname} {what} index {bad} is past the buffer "
-                                  f"({depth} entries)", field=what, value=bad)
+    def _check_ranges(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """SRAM_RANGE if any micro-op execution's index is past its buffer, found from the
+        loop bounds (the largest index of each field), before anything executes. Returns
+        the micro-ops' fields (:meth:`_uop_bases`)."""
+        cfg, gemm = self.cfg, isinstance(insn, Gemm)
+        checks = [("dst", 0, cfg.acc_depth)]
+        if not (gemm and insn.reset):
+            if gemm:
+                checks += [("src", 1, cfg.inp_depth), ("wgt", 2, cfg.wgt_depth)]
+            elif not insn.use_imm:
+                checks.append(("src", 1, cfg.acc_depth))
+        bases = self._uop_bases(insn)
+        for what, k, depth in checks:
+            top = uop_loop_max(insn, bases[k], k)
+            if top >= depth:
+                raise SimulationError(ErrorCode.SRAM_RANGE, None,
+                                      f"{insn.opcode.name} {what} index {top} is past the "
+                                      f"buffer ({depth} entries)", field=what, value=top)
+        return bases
+
+    def _uop_chunks(self, insn, bases):
+        """(dst, src, wgt) index arrays of consecutive micro-op executions, in execution
+        order, about :data:`UOP_CHUNK` at a time: whole outer iterations when one fits, else
+        whole rounds of the micro-op range. ``bases``: :meth:`_uop_bases`."""
+        nu, n_out, n_in = bases[0].size, insn.iter_out, insn.iter_in
+        factors = _loop_factors(insn)
+        total = n_out * n_in * nu
+        rounds = max(1, UOP_CHUNK // nu)
+        if rounds >= n_in:
+            per = rounds // n_in
+            i = np.arange(n_in, dtype=np.int64)[None, :, None]
+            for o0 in range(0, n_out, per):
+                o = np.arange(o0, min(n_out, o0 + per), dtype=np.int64)[:, None, None]
+                self.executing = (insn, o0 * n_in * nu, total)
+                if o0:
+                    self.check_deadline()
+                yield tuple((b[None, None, :] + o * f_out + i * f_in).reshape(-1)
+                            for b, (f_out, f_in) in zip(bases, factors))
+        else:
+            for k0 in range(0, n_out * n_in, rounds):
+                k = np.arange(k0, min(n_out * n_in, k0 + rounds), dtype=np.int64)
+                o, i = (k // n_in)[:, None], (k % n_in)[:, None]
+                self.executing = (insn, k0 * nu, total)
+                if k0:
+                    self.check_deadline()
+                yield tuple((b[None, :] + o * f_out + i * f_in).reshape(-1)
+                            for b, (f_out, f_in) in zip(bases, factors))
+        self.executing = None
 
     def _gemm(self, insn: Gemm) -> None:
-        dst, src, wgt = self._uop_indices(insn)
-        cfg = self.cfg
-        self._check_index(dst, cfg.acc_depth, "dst", "GEMM")
+        bases = self._check_ranges(insn)
+        total = 0
+        for dst, src, wgt in self._uop_chunks(insn, bases):
+            self._gemm_chunk(insn, dst, src, wgt)
+            total += dst.size
+        self.counters["gemm_reset_counter" if insn.reset else "gemm_counter"] += total
+
+    def _gemm_chunk(self, insn: Gemm, dst, src, wgt) -> None:
+        """Micro-op executions of one GEMM, in order, whose indices are in range."""
         if insn.reset:
             self.acc[dst] = 0
-            self.counters["gemm_reset_counter"] += dst.size
             return
-        self._check_index(src, cfg.inp_depth, "src", "GEMM")
-        self._check_index(wgt, cfg.wgt_depth, "wgt", "GEMM")
         # Accumulation is addition mod 2^32, so sequential semantics equal the sum of all
         # contributions per destination, whatever the order.
+        cfg = self.cfg
         chunk = max(1, (1 << 22) // (cfg.block_out * cfg.block_in))
         for lo in range(0, dst.size, chunk):
             d, s, w = dst[lo:lo + chunk], src[lo:lo + chunk], wgt[lo:lo + chunk]
@@ -371,19 +436,72 @@ class FunctionalSimulator:
                 self.acc[d] += prod
             else:
                 np.add.at(self.acc, d, prod)
-        self.counters["gemm_counter"] += dst.size
 
     def _alu(self, insn: Alu) -> None:
-        dst, src, _ = self._uop_indices(insn)
-        self._check_index(dst, self.cfg.acc_depth, "dst", "ALU")
-        if not insn.use_imm:
-            self._check_index(src, self.cfg.acc_depth, "src", "ALU")
-        for lo, hi in _hazard_free_segments(dst, None if insn.use_imm else src):
+        bases = self._check_ranges(insn)
+        total = 0
+        for dst, src, _ in self._uop_chunks(insn, bases):
+            self._alu_chunk(insn, dst, src)
+            total += dst.size
+        self.counters["alu_counter"] += total
+
+    def _alu_chunk(self, insn: Alu, dst, src) -> None:
+        """Consecutive micro-op executions of one ALU, in order (sequential semantics)."""
+        for n, (lo, hi) in enumerate(_hazard_free_segments(dst, None if insn.use_imm else src)):
+            if n and not n % 4096:       # many short segments: look at the clock now and then
+                self.check_deadline()
             d = dst[lo:hi]
             a = self.acc[d].astype(np.int64)
             b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
             self.acc[d] = alu_op(insn.alu_opcode, a, b)
-        self.counters["alu_counter"] += dst.size
+
+
+def _loop_factors(insn) -> tuple[tuple[int, int], ...]:
+    """(out, in) loop factors of the dst, src and wgt indices."""
+    return ((insn.dst_factor_out, insn.dst_factor_in),
+            (insn.src_factor_out, insn.src_factor_in),
+            (getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0)))
+
+
+def uop_loop_max(insn, base: np.ndarray, k: int) -> int:
+    """The largest index field ``k`` (0 dst, 1 src, 2 wgt) takes over the loops: the factors
+    are unsigned, so it is the largest base plus both loops' last step."""
+    f_out, f_in = _loop_factors(insn)[k]
+    return int(base.max()) + (insn.iter_out - 1) * f_out + (insn.iter_in - 1) * f_in
+
+
+def first_bad_uop(insn, bases, limits) -> int | None:
+    """Position (in execution order: outer loop, inner loop, micro-op) of the first micro-op
+    execution whose field ``k`` reaches ``limits[k]`` (None: not checked), or None.
+
+    Computed per micro-op from the loop bounds, without listing the executions: index
+    ``b + o·f_out + i·f_in`` grows with ``o`` and ``i``, so the first bad outer iteration is
+    the first whose largest index (at the last ``i``) is bad, and within it the first bad
+    inner one.
+    """
+    n_out, n_in = insn.iter_out, insn.iter_in
+    nu = bases[0].size
+    best = None
+    for k, limit in enumerate(limits):
+        if limit is None:
+            continue
+        f_out, f_in = _loop_factors(insn)[k]
+        b = bases[k]
+        top = b + (n_out - 1) * f_out + (n_in - 1) * f_in
+        bad = np.flatnonzero(top >= limit)
+        if not bad.size:
+            continue
+        b = b[bad]
+        # First outer iteration o with b + o·f_out + (n_in - 1)·f_in >= limit.
+        need = limit - b - (n_in - 1) * f_in
+        o = np.where(need <= 0, 0, -(-need // max(f_out, 1)))
+        # Within it, the first inner iteration i with b + o·f_out + i·f_in >= limit.
+        need = limit - b - o * f_out
+        i = np.where(need <= 0, 0, -(-need // max(f_in, 1)))
+        pos = (o * n_in + i) * nu + bad
+        first = int(pos.min())
+        best = first if best is None else min(best, first)
+    return best
 
 
 def check_fields(insn: Instruction) -> None:
@@ -473,21 +591,24 @@ def _hazard_free_segments(dst: np.ndarray, src: np.ndarray | None):
     yield lo, n
 
 
-def run_image(image: ProgramImage, *, schedule: str = "in-order", seed: int = 0) -> FunctionalResult:
-    """Run an image; returns the DRAM after FINISH and the counters."""
+def run_image(image: ProgramImage, *, schedule: str = "in-order", seed: int = 0,
+              deadline: float | None = None) -> FunctionalResult:
+    """Run an image; returns the DRAM after FINISH and the counters. ``deadline``: a
+    ``time.monotonic()`` value after which :class:`SimulationTimeout` is raised."""
     dram = image.dram.copy()
-    sim = FunctionalSimulator(image.config, dram)
+    sim = FunctionalSimulator(image.config, dram, deadline=deadline)
     sim.run(image.insn_addr, image.insn_count, schedule=schedule, seed=seed)
     return FunctionalResult(dram, dict(sim.counters))
 
 
-def find_race(image: ProgramImage, *, schedules: int = 8, seed: int = 0) -> None:
+def find_race(image: ProgramImage, *, schedules: int = 8, seed: int = 0,
+              deadline: float | None = None) -> None:
     """Re-run ``image`` under other legal schedules; raise :class:`RaceError` if DRAM differs."""
-    reference = run_image(image).dram
+    reference = run_image(image, deadline=deadline).dram
     trials = [(s, 0) for s in SCHEDULES if s not in ("in-order", "random")]
     trials += [("random", seed + k) for k in range(max(0, schedules - len(trials)))]
     for schedule, s in trials:
-        other = run_image(image, schedule=schedule, seed=s).dram
+        other = run_image(image, schedule=schedule, seed=s, deadline=deadline).dram
         if not np.array_equal(reference, other):
             diff = np.flatnonzero(reference != other)
             raise RaceError(f"the program is racy: schedule {schedule!r} (seed {s}) leaves "

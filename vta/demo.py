@@ -1,9 +1,10 @@
 """``vta sim`` (``make sim``): the main job on one configuration, checked against references.
 
-Until the compiler lands, the workload is the original test suite's blocked int8 matrix
-multiply (256 x 256 x 256 in blocks of 64 on the default configuration, scaled on others),
-checked against numpy, followed by the conformance suite: the original simulator's reference
-images (where the configuration matches) and the generated programs.
+The default workload is the bundled model (``vta/demo_model.py``: the digits CNN from ONNX,
+quantised, compiled and run). ``--workload gemm`` runs the original test suite's blocked int8
+matrix multiply (256 x 256 x 256 in blocks of 64 on the default configuration, scaled on
+others), checked against numpy, followed by the conformance suite: the original simulator's
+reference images (where the configuration matches) and the generated programs.
 """
 
 from __future__ import annotations
@@ -13,33 +14,50 @@ import time
 
 import numpy as np
 
-__all__ = ["register", "run_demo"]
+__all__ = ["register", "run_demo", "MAX_SIZE"]
+
+#: The largest --size (its three matrices and the program stay well under 100 MB of DRAM).
+MAX_SIZE = 2048
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sim", help="run the demo workload and the conformance suite on a backend",
-        description="Run a tiled int8 matrix multiply and the conformance suite on the chosen "
-                    "backend and configuration, check every result against numpy or the "
-                    "original simulator, and print what was checked with the counters.")
+        "sim", help="run the bundled model (or the GEMM and conformance suite) on a backend",
+        description="The main job. By default: import the bundled digits CNN (ONNX), quantise "
+                    "it to int8, compile it for the configuration and classify held-out images "
+                    "on the backend; every output must equal the Relay interpreter's, and int8 "
+                    "accuracy is compared with float; prints the classification, cycles and "
+                    "per-layer GEMM utilisation. --workload gemm: a tiled int8 matrix multiply "
+                    "and the conformance suite, checked against numpy and the original "
+                    "simulator.")
+    p.add_argument("--workload", choices=("model", "gemm"), default="model",
+                   help="the bundled model (default) or the GEMM + conformance suite")
+    p.add_argument("--images", type=int, default=32,
+                   help="model: how many held-out images to classify (default: %(default)s)")
     p.add_argument("--backend", default="functional",
-                   help="functional, rtl, cycle or board (default: %(default)s)")
+                   choices=("functional", "cycle", "rtl", "board"),
+                   help="where to run (default: %(default)s)")
     p.add_argument("--config", default="default",
                    help="configuration name or JSON path (default: %(default)s)")
     p.add_argument("--size", type=int, default=None,
-                   help="matrix size of the GEMM (default: 256 on the default configuration)")
+                   help=f"gemm: matrix size of the GEMM, a multiple of twice the block, at most "
+                        f"{MAX_SIZE} (default: 256 on the default configuration)")
     p.add_argument("--quick", action="store_true",
-                   help="only the GEMM and the reference images, not the generated suite")
+                   help="gemm: only the GEMM and the reference images, not the generated suite")
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
+    if args.workload == "model":
+        from .demo_model import run_model_demo
+        return run_model_demo(args.backend, args.config, images=args.images)
     return run_demo(args.backend, args.config, size=args.size, quick=args.quick)
 
 
 def run_demo(backend_name: str, config: str, *, size: int | None = None,
-             quick: bool = False, out=sys.stdout) -> int:
+             quick: bool = False, out=None) -> int:
     """Run the demo; returns 0 when everything matched its reference."""
+    out = sys.stdout if out is None else out
     from driver.backends import get_backend
     from isa.config import load_config
     from isa.conformance import conformance_programs
@@ -48,12 +66,16 @@ def run_demo(backend_name: str, config: str, *, size: int | None = None,
     cfg = load_config(config)
     backend = get_backend(backend_name)
     failures = 0
-    print(f"VTA on {cfg}, backend {backend.name}", file=out)
 
     # 1. The workload: a tiled int8 matrix multiply with bias, narrowed to int8.
     # The original's 256^3 in blocks of 64 on the default configuration, else scaled.
     block = 64 if cfg == load_config("default") else fitting_block(cfg, 2)
+    if size is not None and not (0 < size <= MAX_SIZE and size % (2 * block) == 0):
+        from isa.errors import InputError
+        raise InputError(f"--size {size}: the GEMM size must be a positive multiple of "
+                         f"{2 * block} (two blocks of {block}) and at most {MAX_SIZE}")
     size = size or (256 if block == 64 else 4 * block)
+    print(f"VTA on {cfg}, backend {backend.name}", file=out)
     program = blocked_gemm_program(cfg, 0, 2, False, size=size, block=block)
     start = time.perf_counter()
     result = backend.run(program.image)

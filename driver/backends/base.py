@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from isa.errors import EXIT_TIMEOUT, RejectedError, Unavailable
 from isa.image import ProgramImage
 
 __all__ = ["Backend", "RunResult", "DeviceError", "DeviceTimeout", "BackendUnavailable"]
@@ -23,7 +24,7 @@ class RunResult:
     summary: dict | None = None   # the cycle simulator's utilisation/bandwidth summary
 
 
-class DeviceError(RuntimeError):
+class DeviceError(RejectedError):
     """The device stopped on an error in the program (SPEC §4.6).
 
     ``code`` (:class:`~isa.errors.ErrorCode` or None), instruction ``index``, ``field`` and
@@ -39,8 +40,10 @@ class DeviceError(RuntimeError):
 class DeviceTimeout(DeviceError):
     """A bounded wait ran out; the message says which module was still busy and on what."""
 
+    exit_code = EXIT_TIMEOUT
 
-class BackendUnavailable(RuntimeError):
+
+class BackendUnavailable(Unavailable):
     """The backend cannot run here (a missing tool, an unbuilt model, no board)."""
 
 

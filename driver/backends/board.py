@@ -26,6 +26,7 @@ from isa import registers as R
 from isa.encoding import IsaError, decode
 from isa.errors import ErrorCode
 from isa.image import ProgramImage
+from isa.arch import STAGES as MODULES
 from isa.registers import COUNTERS, CSR_ID, counter_offset
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
@@ -33,7 +34,6 @@ from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunRe
 __all__ = ["Link", "BoardBackend", "ERROR_FIELDS", "MODULES", "describe_error",
            "describe_progress"]
 
-MODULES = ("load", "compute", "store")
 # The instruction field each error code points at.
 ERROR_FIELDS = {
     ErrorCode.ILLEGAL_OPCODE: "opcode", ErrorCode.ILLEGAL_MEMORY_TYPE: "memory_type",

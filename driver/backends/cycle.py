@@ -10,7 +10,8 @@ import importlib
 
 from isa.image import ProgramImage
 
-from .base import Backend, BackendUnavailable, DeviceError, RunResult
+from .base import Backend, BackendUnavailable, DeviceTimeout, RunResult
+from .explain import explain_error
 
 __all__ = ["CycleBackend"]
 
@@ -29,12 +30,11 @@ class CycleBackend(Backend):
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
         try:
-            result = self._sim.run_image(image, trace=self.trace)
-        except Exception as exc:  # CycleSimulationError carries code and index
-            if hasattr(exc, "code") and hasattr(exc, "index"):
-                raise DeviceError(str(exc), code=exc.code, index=exc.index,
-                                  field=getattr(exc, "field", None),
-                                  value=getattr(exc, "value", None)) from None
-            raise
+            result = self._sim.run_image(image, trace=self.trace, timeout=timeout)
+        except self._sim.SimulationTimeout as exc:
+            raise DeviceTimeout(f"cycle simulation timed out after {timeout:g} s {exc}",
+                                index=exc.index, field="timeout", value=timeout) from None
+        except self._sim.CycleSimulationError as exc:
+            raise explain_error(image, exc.code, exc.index, "the cycle simulator") from None
         return RunResult(result.dram, dict(result.counters), int(result.cycles), self.name,
                          getattr(result, "summary", None))

@@ -4,30 +4,13 @@ from __future__ import annotations
 
 import time
 
-from isa.encoding import Instruction, module_of
 from isa.image import ProgramImage
-from sim.functional import FunctionalSimulator, RaceError, SimulationError, find_race
+from sim.functional import (FunctionalSimulator, RaceError, SimulationError, SimulationTimeout,
+                            find_race)
 
 from .base import Backend, DeviceError, DeviceTimeout, RunResult
 
 __all__ = ["FunctionalBackend"]
-
-
-class _DeadlineSimulator(FunctionalSimulator):
-    """The functional simulator with a wall-clock deadline checked between instructions."""
-
-    def __init__(self, cfg, dram, deadline: float | None, timeout: float | None):
-        super().__init__(cfg, dram)
-        self._deadline, self._timeout, self._executed = deadline, timeout, 0
-
-    def execute(self, insn: Instruction) -> None:
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            raise DeviceTimeout(
-                f"functional simulation timed out after {self._timeout:g} s: the {module_of(insn)} "
-                f"module was about to execute {insn.opcode.name} after {self._executed} "
-                f"instructions", field="timeout", value=self._timeout)
-        self._executed += 1
-        super().execute(insn)
 
 
 class FunctionalBackend(Backend):
@@ -46,14 +29,17 @@ class FunctionalBackend(Backend):
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
         dram = image.dram.copy()
         deadline = None if timeout is None else time.monotonic() + timeout
-        sim = _DeadlineSimulator(image.config, dram, deadline, timeout)
+        sim = FunctionalSimulator(image.config, dram, deadline=deadline)
         try:
             sim.run(image.insn_addr, image.insn_count, schedule=self.schedule, seed=self.seed)
             if self.check_races:
-                find_race(image, seed=self.seed)
+                find_race(image, seed=self.seed, deadline=deadline)
         except SimulationError as exc:
             raise DeviceError(str(exc), code=exc.code, index=exc.index, field=exc.field,
                               value=exc.value) from None
+        except SimulationTimeout as exc:
+            raise DeviceTimeout(f"functional simulation timed out after {timeout:g} s: {exc}",
+                                index=exc.index, field="timeout", value=timeout) from None
         except RaceError as exc:
             raise DeviceError(str(exc), field="schedule") from None
         return RunResult(dram, dict(sim.counters), None, self.name)

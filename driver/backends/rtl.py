@@ -28,7 +28,8 @@ from isa.image import ProgramImage
 from isa.registers import COUNTERS
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
-from .board import describe_error, describe_progress
+from .board import describe_progress
+from .explain import explain_error
 
 __all__ = ["RtlBackend", "build_harness", "HARNESS_SOURCE"]
 
@@ -124,9 +125,10 @@ class RtlBackend(Backend):
         with tempfile.TemporaryDirectory(prefix="vta-rtl-") as tmp:
             src, dst = Path(tmp) / "image.bin", Path(tmp) / "result.bin"
             header = np.array([image.dram.size, image.insn_addr, image.insn_count,
-                               cfg.mem_latency, cfg.max_burst_beats, self.max_cycles], "<u8")
+                               cfg.mem_latency, cfg.max_burst_beats, cfg.mem_outstanding,
+                               cfg.mem_beat_interval, self.max_cycles], "<u8")
             with open(src, "wb") as fh:
-                fh.write(b"VTAIMG1\0" + header.tobytes() + image.dram.tobytes())
+                fh.write(b"VTAIMG2\0" + header.tobytes() + image.dram.tobytes())
             proc = subprocess.Popen([str(exe), str(src), str(dst)], stderr=subprocess.PIPE)
             stopped = False
             try:
@@ -148,7 +150,7 @@ class RtlBackend(Backend):
         try:
             result = run_image(image, waveform=self.waveform, max_cycles=self.max_cycles)
         except RtlSimulationError as exc:
-            raise describe_error(image, exc.code, exc.index, "the core") from None
+            raise explain_error(image, exc.code, exc.index, "the RTL core") from None
         except TimeoutError as exc:
             raise DeviceTimeout(str(exc), field="timeout", value=self.max_cycles) from None
         counters = dict(result.counters, bursts=result.bursts)
@@ -177,6 +179,6 @@ class RtlBackend(Backend):
                                 f"({cycles} cycles counted): {_busy_report(moved)}",
                                 field="timeout", value=timeout if stopped else self.max_cycles)
         if code != ErrorCode.NONE:
-            raise describe_error(image, code, index, "the core")
+            raise explain_error(image, code, index, "the RTL core")
         counters["bursts"] = bursts
         return RunResult(dram, counters, cycles, self.name)

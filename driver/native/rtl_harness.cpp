@@ -7,8 +7,8 @@
 // clock edge.
 //
 // usage: vta_rtl IN OUT
-//   IN : "VTAIMG1\0", u64 dram_size, insn_addr, insn_count, latency, max_burst_beats,
-//        max_cycles, then dram_size bytes of DRAM
+//   IN : "VTAIMG2\0", u64 dram_size, insn_addr, insn_count, latency, max_burst_beats,
+//        outstanding, beat_interval, max_cycles, then dram_size bytes of DRAM
 //   OUT: "VTARES1\0", u64 done, cycles, error_code, error_index, bursts, n_counters,
 //        n_counters u64 counters (COUNTERS order), u64 violation length, its text,
 //        u64 busy_bits (two bits per counter pair that moved in the last window; see below),
@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -69,18 +70,26 @@ struct Violation : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// hw/memmodel.py's MemoryModel without backpressure. `dram` is padded to whole beats;
-// `size` is the image's DRAM size.
+// hw/memmodel.py's MemoryModel without backpressure: reads and writes on their own channels,
+// up to `outstanding` bursts in flight each, in-order answers, a beat every `interval` cycles.
+// `dram` is padded to whole beats; `size` is the image's DRAM size.
 struct Memory {
+    struct Burst {
+        uint64_t addr, beats_left, first;
+    };
     std::vector<uint8_t>& dram;
     uint64_t size;
-    uint64_t latency, max_beats;
-    enum State { IDLE, READ, WRITE, ACK } state = IDLE;
-    uint64_t cycle = 0, addr = 0, beats_left = 0, next_at = 0, ack_at = 0, bursts = 0;
-    bool cmd_ready = true, rd_valid = false, rd_last = false, wr_ready = false, wr_ack = false;
+    uint64_t latency, max_beats, outstanding, interval;
+    std::deque<Burst> reads, writes;
+    std::deque<uint64_t> acks;
+    uint64_t cycle = 0, slot = 0, bursts = 0;
+    bool write_turn = false;
+    bool rcmd_ready = true, wcmd_ready = true, rd_valid = false, rd_last = false,
+         wr_ready = false, wr_ack = false;
 
-    Memory(std::vector<uint8_t>& d, uint64_t sz, uint64_t lat, uint64_t mb)
-        : dram(d), size(sz), latency(lat), max_beats(mb) {}
+    Memory(std::vector<uint8_t>& d, uint64_t sz, uint64_t lat, uint64_t mb, uint64_t n,
+           uint64_t k)
+        : dram(d), size(sz), latency(lat), max_beats(mb), outstanding(n), interval(k) {}
 
     void check(uint64_t a, uint64_t beats, bool write) const {
         const char* what = write ? "write" : "read";
@@ -105,44 +114,61 @@ struct Memory {
         throw Violation(msg);
     }
     void update() {
-        cmd_ready = state == IDLE;
-        rd_valid = state == READ && cycle >= next_at;
-        rd_last = rd_valid && beats_left == 1;
-        wr_ready = state == WRITE && cycle >= next_at;
-        wr_ack = state == ACK && cycle == ack_at;
+        bool rd = !reads.empty() && cycle >= reads.front().first && cycle >= slot;
+        bool wr = !writes.empty() && cycle >= writes.front().first && cycle >= slot;
+        if (rd && wr && interval > 1) {
+            rd = !write_turn;
+            wr = write_turn;
+        }
+        rcmd_ready = reads.size() < outstanding;
+        wcmd_ready = writes.size() + acks.size() < outstanding;
+        rd_valid = rd;
+        rd_last = rd && reads.front().beats_left == 1;
+        wr_ready = wr;
+        wr_ack = !acks.empty() && acks.front() == cycle;
     }
-    void step(bool cmd_valid, uint64_t cmd_addr, uint64_t cmd_len, bool cmd_write, bool rd_ready,
-              bool wr_valid, const uint32_t* wr_words) {
-        if (cmd_ready && cmd_valid) {
-            check(cmd_addr, cmd_len + 1, cmd_write);
-            ++bursts;
-            addr = cmd_addr;
-            beats_left = cmd_len + 1;
-            state = cmd_write ? WRITE : READ;
-            next_at = cycle + (cmd_write ? 1 : latency);
-        } else if (rd_valid && rd_ready) {
-            addr += kBusBytes;
-            if (--beats_left == 0) state = IDLE;
-        } else if (wr_ready && wr_valid) {
+    uint64_t rd_addr() const { return reads.front().addr; }
+    void step(bool rcmd_valid, uint64_t raddr, uint64_t rlen, bool wcmd_valid, uint64_t waddr,
+              uint64_t wlen, bool rd_ready, bool wr_valid, const uint32_t* wr_words) {
+        if (wr_ack) acks.pop_front();
+        if (rd_valid && rd_ready) {
+            Burst& b = reads.front();
+            b.addr += kBusBytes;
+            if (--b.beats_left == 0) reads.pop_front();
+            slot = cycle + interval;
+            write_turn = true;
+        }
+        if (wr_ready && wr_valid) {
+            Burst& b = writes.front();
             for (int i = 0; i < kBusBytes; ++i) {
                 if (!field(wr_words, kBusBits + i, 1)) continue;
-                if (addr + i >= size) {
+                if (b.addr + i >= size) {
                     char msg[200];
                     snprintf(msg, sizeof msg,
                              "write of byte 0x%llx (strobe set) in the padding past the end of "
                              "DRAM (0x%llx)",
-                             (unsigned long long)(addr + i), (unsigned long long)size);
+                             (unsigned long long)(b.addr + i), (unsigned long long)size);
                     throw Violation(msg);
                 }
-                dram[addr + i] = uint8_t(field(wr_words, 8 * i, 8));
+                dram[b.addr + i] = uint8_t(field(wr_words, 8 * i, 8));
             }
-            addr += kBusBytes;
-            if (--beats_left == 0) {
-                state = ACK;
-                ack_at = cycle + latency;
+            b.addr += kBusBytes;
+            if (--b.beats_left == 0) {
+                writes.pop_front();
+                acks.push_back(cycle + latency);
             }
-        } else if (wr_ack) {
-            state = IDLE;
+            slot = cycle + interval;
+            write_turn = false;
+        }
+        if (rcmd_ready && rcmd_valid) {
+            check(raddr, rlen + 1, false);
+            ++bursts;
+            reads.push_back({raddr, rlen + 1, cycle + latency});
+        }
+        if (wcmd_ready && wcmd_valid) {
+            check(waddr, wlen + 1, true);
+            ++bursts;
+            writes.push_back({waddr, wlen + 1, cycle + 1});
         }
         ++cycle;
         update();
@@ -176,12 +202,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     char magic[8];
-    if (fread(magic, 1, 8, in) != 8 || memcmp(magic, "VTAIMG1", 8) != 0) {
+    if (fread(magic, 1, 8, in) != 8 || memcmp(magic, "VTAIMG2", 8) != 0) {
         fprintf(stderr, "%s: not a harness input file\n", argv[1]);
         return 2;
     }
     const uint64_t dram_size = read_u64(in), insn_addr = read_u64(in), insn_count = read_u64(in);
-    const uint64_t latency = read_u64(in), max_beats = read_u64(in), max_cycles = read_u64(in);
+    const uint64_t latency = read_u64(in), max_beats = read_u64(in);
+    const uint64_t outstanding = read_u64(in), interval = read_u64(in);
+    const uint64_t max_cycles = read_u64(in);
     // Padded to whole beats with zeros (see the top of this file).
     std::vector<uint8_t> dram((dram_size + kBusBytes - 1) / kBusBytes * kBusBytes);
     if (fread(dram.data(), 1, dram_size, in) != dram_size) {
@@ -193,14 +221,15 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, on_term);
     auto ctx = std::make_unique<VerilatedContext>();
     auto top = std::make_unique<Vvta_core>(ctx.get());
-    Memory mem(dram, dram_size, latency, max_beats);
+    Memory mem(dram, dram_size, latency, max_beats, outstanding, interval);
     // Words big enough for the widest port (write payload: data + strobes + last).
     constexpr int kWords = (kBusBits + kBusBits / 8 + 1 + 31) / 32 + 2;
     uint32_t words[kWords];
 
     top->rst = 1;
     top->launch = 0;
-    top->PORT(cmd, ready) = 0;
+    top->PORT(rcmd, ready) = 0;
+    top->PORT(wcmd, ready) = 0;
     top->PORT(rd, valid) = 0;
     memset(words, 0, sizeof words);
     put_bits(top->PORT(rd, payload), words, kBusBits + 1);
@@ -231,11 +260,12 @@ int main(int argc, char** argv) {
         uint64_t limit = max_cycles;
         for (uint64_t n = 0; n < limit; ++n) {
             if (g_stop && limit > n + kWindow) limit = n + kWindow;
-            top->PORT(cmd, ready) = mem.cmd_ready;
+            top->PORT(rcmd, ready) = mem.rcmd_ready;
+            top->PORT(wcmd, ready) = mem.wcmd_ready;
             top->PORT(rd, valid) = mem.rd_valid;
             memset(words, 0, sizeof words);
             if (mem.rd_valid) {
-                memcpy(words, dram.data() + mem.addr, kBusBytes);
+                memcpy(words, dram.data() + mem.rd_addr(), kBusBytes);
                 if (mem.rd_last) words[kBusBits / 32] |= 1u << (kBusBits % 32);
             }
             put_bits(top->PORT(rd, payload), words, kBusBits + 1);
@@ -249,13 +279,15 @@ int main(int argc, char** argv) {
             }
             if (limit - n == kWindow)
                 for (int i = 0; i < kCounters; ++i) window_start[i] = *counters[i];
-            bool cv = top->PORT(cmd, valid), wv = top->PORT(wr, valid);
-            uint32_t cmd[4] = {};
-            get_bits(top->PORT(cmd, payload), cmd, 2);
+            bool rv = top->PORT(rcmd, valid), cv = top->PORT(wcmd, valid);
+            bool wv = top->PORT(wr, valid);
+            uint32_t rcmd[4] = {}, wcmd[4] = {};
+            get_bits(top->PORT(rcmd, payload), rcmd, 2);
+            get_bits(top->PORT(wcmd, payload), wcmd, 2);
             uint32_t wr[kWords] = {};
             if (wv) get_bits(top->PORT(wr, payload), wr, kWords);
-            mem.step(cv, cv ? field(cmd, 0, 32) : 0, cv ? field(cmd, 32, 8) : 0,
-                     cv && field(cmd, 40, 1), top->PORT(rd, ready), wv, wr);
+            mem.step(rv, field(rcmd, 0, 32), field(rcmd, 32, 8), cv, field(wcmd, 0, 32),
+                     field(wcmd, 32, 8), top->PORT(rd, ready), wv, wr);
             top->clk = 1;
             top->eval();
         }

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+from ..arch import DEP_FLAGS, QUEUES
 from ..encoding import Opcode, decode_program, module_of
 
 __all__ = ["token_balance", "instruction_mix"]
 
-_QUEUES = {("load", "push_next"): "l2g", ("compute", "pop_prev"): "l2g",
-           ("compute", "push_prev"): "g2l", ("load", "pop_next"): "g2l",
-           ("compute", "push_next"): "g2s", ("store", "pop_prev"): "g2s",
-           ("store", "push_prev"): "s2g", ("compute", "pop_next"): "s2g"}
 
 
 def token_balance(image) -> dict[str, int]:
     """Pushes minus pops per token queue over the whole stream (all zero when balanced)."""
-    balance = dict.fromkeys(("l2g", "g2l", "g2s", "s2g"), 0)
+    balance = dict.fromkeys(QUEUES, 0)
     for insn in decode_program(image.instruction_bytes, image.config):
-        module = module_of(insn)
-        for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
-            if getattr(insn, flag):
-                queue = _QUEUES[(module, flag)]
+        for flag, queue in DEP_FLAGS[module_of(insn)].items():
+            if getattr(insn, flag) and queue is not None:
                 balance[queue] += 1 if flag.startswith("push") else -1
     return balance
 

@@ -17,11 +17,14 @@ Typical use::
     b.store(0, y, 1)
     prog = b.program(expected={"y": ...})        # runtime epilogue + FINISH, then the image
 
-Token helpers follow the TVM runtime (reference §8.4): :meth:`push` sets the push bit on the
-last instruction if it belongs to the producing module (else appends a no-op carrying it),
-:meth:`pop` attaches the pop to the next instruction of the consuming module (committing a
-no-op first when one of that kind is already pending). Explicit ``pop_prev=...`` etc. keyword
-arguments on the instruction methods give full control, as in the original test_lib.
+A thin layer over the program layer (:class:`isa.program.StreamBuilder`): the token rules of
+the TVM runtime (reference §8.4: :meth:`push` sets the push bit on the last instruction if it
+belongs to the producing module, else appends a no-op carrying it; :meth:`pop` attaches the
+pop to the next instruction of the consuming module), the no-ops and the epilogue are the
+program layer's. What this layer adds is eager addresses: regions are placed in the order
+they are allocated (physical 0 left unused), so that a program can compute ``dram_base``
+values by hand, and programs that must be rejected (no token check, raw words, explicit
+``pop_prev=...`` keyword arguments, as in the original test_lib).
 """
 
 from __future__ import annotations
@@ -31,32 +34,15 @@ from typing import Iterable
 
 import numpy as np
 
-from ..encoding import (Alu, AluOp, Finish, Gemm, Load, MemType, Store, Uop, encode,
-                        encode_uops, module_of)
+from ..arch import STAGES, AluOp, MemType, elem_bytes
+from ..encoding import Alu, Gemm, Load, Store, Uop, encode_uops
 from ..errors import ErrorCode
 from ..image import OutputRegion, ProgramImage
+from ..program import StreamBuilder, functional_counters
 
 __all__ = ["ProgramBuilder", "Region", "MODULES", "elem_bytes"]
 
-MODULES = ("load", "compute", "store")
-_ORDER = {m: i for i, m in enumerate(MODULES)}
-_DEP_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
-
-
-def elem_bytes(cfg, memory_type: int) -> int:
-    """Bytes of one DRAM element of ``memory_type`` (reference §3.1)."""
-    return {MemType.UOP: cfg.uop_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
-            MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-            MemType.OUT: cfg.out_elem_bytes,
-            MemType.ACC_8BIT: cfg.batch * cfg.block_out}[MemType(memory_type)]
-
-
-def _push_flag(frm: str, to: str) -> str:
-    return "push_next" if _ORDER[to] > _ORDER[frm] else "push_prev"
-
-
-def _pop_flag(frm: str, to: str) -> str:
-    return "pop_prev" if _ORDER[frm] < _ORDER[to] else "pop_next"
+MODULES = STAGES
 
 
 @dataclass(frozen=True)
@@ -78,32 +64,29 @@ class ProgramBuilder:
     def __init__(self, cfg, name: str = "program"):
         self.cfg = cfg
         self.name = name
-        self.align = max(16, cfg.uop_elem_bytes, cfg.inp_elem_bytes, cfg.wgt_elem_bytes,
-                         cfg.acc_elem_bytes, cfg.out_elem_bytes)
+        self._b = StreamBuilder(cfg, name=name, insn_capacity=None)
+        self.align = self._b.align
         self._top = self.align          # physical 0 is left unused, like the runtime does
-        self._chunks: list[tuple[int, bytes]] = []
         self.regions: dict[str, Region] = {}
-        self.insns: list = []           # Instruction objects, or (raw 128-bit word, module)
         self.outputs: list[OutputRegion] = []
-        self._pending = {m: set() for m in MODULES}
-        self.counters = dict.fromkeys(
-            ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",
-             "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes"), 0)
+        self.built = None               # the isa.program.Program, once built
 
     # ================================================================== DRAM layout
     def alloc(self, nbytes: int, name: str | None = None, *, fill: int | bytes = 0,
-              align: int | None = None) -> Region:
+              align: int | None = None, kind: str = "scratch", shape=None,
+              dtype=None) -> Region:
         """Reserve ``nbytes`` of DRAM (aligned to every element size) filled with ``fill``."""
         align = align or self.align
         addr = -(-self._top // align) * align
         name = name or f"r{len(self.regions)}"
         assert name not in self.regions, f"duplicate region name {name!r}"
         if isinstance(fill, (bytes, bytearray)):
-            data = bytes(fill)
-            assert len(data) == nbytes
+            assert len(fill) == nbytes
+            self._b.region(name, nbytes, "parameter", data=np.frombuffer(bytes(fill), np.uint8),
+                           align=align)
         else:
-            data = bytes([fill & 0xFF]) * nbytes
-        self._chunks.append((addr, data))
+            self._b.region(name, nbytes, kind, fill=fill & 0xFF, align=align, shape=shape,
+                           dtype=dtype)
         self._top = addr + nbytes
         region = Region(name, addr, nbytes)
         self.regions[name] = region
@@ -148,8 +131,8 @@ class ProgramBuilder:
         """An int8 output region of OUT elements, shape (*shape, BATCH, BLOCK_OUT), read back
         after the run under ``name``."""
         full = tuple(shape) + (self.cfg.batch, self.cfg.block_out)
-        nbytes = int(np.prod(full))
-        region = self.alloc(nbytes, name, fill=fill)
+        region = self.alloc(int(np.prod(full)), name, fill=fill, kind="output", shape=full,
+                            dtype="int8")
         self.outputs.append(OutputRegion(name, region.addr, full, "int8"))
         return region
 
@@ -162,39 +145,22 @@ class ProgramBuilder:
         return region.nbytes // elem_bytes(self.cfg, memory_type)
 
     # ================================================================== instructions
+    @property
+    def insns(self) -> list:
+        """The instructions so far (raw words as ints)."""
+        return self._b.instructions
+
     def emit(self, insn, module: str | None = None) -> int:
         """Append an instruction (pending pops of its module attached); returns its index."""
         if isinstance(insn, int):
             assert module is not None, "a raw word needs its module"
-            self.insns.append((insn, module))
-            return len(self.insns) - 1
-        module = module_of(insn)
-        pend = self._pending[module]
-        if pend:
-            insn = insn.replace(**{f: True for f in pend})
-            pend.clear()
-        self._count(insn)
-        self.insns.append(insn)
-        return len(self.insns) - 1
+            return self._b.raw(insn, module)
+        return self._b.emit(insn)
 
-    def _count(self, insn) -> None:
-        c, cfg = self.counters, self.cfg
-        if isinstance(insn, Load) and insn.x_size:
-            n = insn.x_size * insn.y_size
-            key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
-                   MemType.ACC_8BIT: "acc"}.get(insn.memory_type)
-            if key:
-                eb = (cfg.acc_elem_bytes if insn.memory_type == MemType.ACC_8BIT
-                      else elem_bytes(cfg, insn.memory_type))
-                c[f"{key}_load_nbytes"] += n * eb
-        elif isinstance(insn, Store) and insn.x_size:
-            c["out_store_nbytes"] += insn.x_size * insn.y_size * cfg.out_elem_bytes
-        elif isinstance(insn, (Gemm, Alu)):
-            n = insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn)
-            if isinstance(insn, Alu):
-                c["alu_counter"] += n
-            elif not insn.reset:
-                c["gemm_counter"] += n
+    def _emit_in(self, insn, region: Region | None) -> int:
+        if region is None:
+            return self._b.emit(insn)
+        return self._b.emit(insn, region=region.name)
 
     def load(self, memory_type: int, sram: int, src: Region | None, x_size: int,
              y_size: int = 1, x_stride: int | None = None, pad=(0, 0, 0, 0), offset: int = 0,
@@ -203,21 +169,24 @@ class ProgramBuilder:
         SRAM at ``sram``; ``pad`` = (top, bottom, left, right) = (y_pad_0, y_pad_1, x_pad_0,
         x_pad_1)."""
         if dram_base is None:
-            dram_base = self.dram_base(src, memory_type, offset)
+            self.dram_base(src, memory_type, offset)      # the alignment check
         y0, y1, x0, x1 = pad
-        return self.emit(Load(memory_type=int(memory_type), sram_base=sram, dram_base=dram_base,
-                              y_size=y_size, x_size=x_size,
-                              x_stride=x_size if x_stride is None else x_stride,
-                              y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1, **deps))
+        insn = Load(memory_type=int(memory_type), sram_base=sram,
+                    dram_base=offset if dram_base is None else dram_base, y_size=y_size,
+                    x_size=x_size, x_stride=x_size if x_stride is None else x_stride,
+                    y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1, **deps)
+        return self._emit_in(insn, src if dram_base is None else None)
 
     def store(self, sram: int, dst: Region | None, x_size: int, y_size: int = 1,
               x_stride: int | None = None, offset: int = 0, *, dram_base: int | None = None,
               **fields) -> int:
         """STORE ``y_size`` rows of ``x_size`` OUT elements from SRAM (dense) to ``dst``."""
         if dram_base is None:
-            dram_base = self.dram_base(dst, MemType.OUT, offset)
-        return self.emit(Store(sram_base=sram, dram_base=dram_base, y_size=y_size, x_size=x_size,
-                               x_stride=x_size if x_stride is None else x_stride, **fields))
+            self.dram_base(dst, MemType.OUT, offset)
+        insn = Store(sram_base=sram, dram_base=offset if dram_base is None else dram_base,
+                     y_size=y_size, x_size=x_size,
+                     x_stride=x_size if x_stride is None else x_stride, **fields)
+        return self._emit_in(insn, dst if dram_base is None else None)
 
     def gemm(self, uop_bgn: int, uop_end: int, iters=(1, 1), dst=(0, 0), src=(0, 0),
              wgt=(0, 0), *, reset: bool = False, **deps) -> int:
@@ -241,43 +210,23 @@ class ProgramBuilder:
 
     def noop(self, module: str, **deps) -> int:
         """A token-only instruction of ``module`` (x_size = 0), encoded as the runtime does."""
-        if module == "load":
-            insn = Load(memory_type=MemType.INP, y_size=0, x_size=0, x_stride=0, **deps)
-        elif module == "compute":
-            insn = Load(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0, **deps)
-        else:
-            insn = Store(memory_type=MemType.UOP, y_size=0, x_size=0, x_stride=0, **deps)
-        return self.emit(insn)
+        return self._b.noop(module, **deps)
 
     def finish(self, **deps) -> int:
-        return self.emit(Finish(**deps))
+        return self._b.finish(**deps)
 
     def raw(self, word: int, module: str = "compute") -> int:
         """A raw 128-bit instruction word (for programs that must be rejected)."""
-        return self.emit(int(word) & ((1 << 128) - 1), module)
+        return self._b.raw(word, module)
 
     # ================================================================== tokens
-    def _module_at(self, i: int) -> str:
-        insn = self.insns[i]
-        return insn[1] if isinstance(insn, tuple) else module_of(insn)
-
     def push(self, frm: str, to: str) -> None:
         """Produce a token from module ``frm`` for module ``to`` (runtime ``DepPush``)."""
-        flag = _push_flag(frm, to)
-        if self._pending[frm]:
-            self.noop(frm)
-        if (self.insns and not isinstance(self.insns[-1], tuple)
-                and self._module_at(-1) == frm and not getattr(self.insns[-1], flag)):
-            self.insns[-1] = self.insns[-1].replace(**{flag: True})
-        else:
-            self.noop(frm, **{flag: True})
+        self._b.dep_push(frm, to)
 
     def pop(self, frm: str, to: str) -> None:
         """Consume, on the next instruction of ``to``, a token from ``frm`` (``DepPop``)."""
-        flag = _pop_flag(frm, to)
-        if flag in self._pending[to]:
-            self.noop(to)
-        self._pending[to].add(flag)
+        self._b.dep_pop(frm, to)
 
     def sync(self, frm: str, to: str) -> None:
         """Everything ``frm`` has been given so far happens before what ``to`` gets next."""
@@ -287,38 +236,31 @@ class ProgramBuilder:
     def flush_pending(self) -> None:
         """Commit pending pops as no-ops."""
         for module in MODULES:
-            if self._pending[module]:
-                self.noop(module)
+            self._b.commit(module)
 
     def epilogue(self) -> None:
         """The runtime's epilogue before FINISH (reference §8.4): store and load each push a
-        token to compute, and a compute no-op pops both."""
-        for module in ("load", "store"):
-            if self._pending[module]:
-                self.noop(module)
-        self.push("store", "compute")
-        self.push("load", "compute")
-        self.pop("store", "compute")
-        self.pop("load", "compute")
-        self.noop("compute")
+        token to compute, and a compute no-op pops both. Pending pops of load, then store, are
+        committed first (as this builder always did: the suite's images stay byte-identical)."""
+        self._b.commit("load")
+        self._b.commit("store")
+        self._b.epilogue()
 
     # ================================================================== image
     def build(self, *, epilogue: bool = True, finish: bool = True) -> ProgramImage:
-        """Append the epilogue and FINISH (unless told not to) and lay out the DRAM image."""
+        """Append the epilogue and FINISH (unless told not to) and lay out the DRAM image at the
+        addresses the regions were given (the instructions after them)."""
         if epilogue:
             self.epilogue()
-        if finish:
-            self.finish()
-        words = []
-        for insn in self.insns:
-            word = insn[0] if isinstance(insn, tuple) else encode(insn, self.cfg)
-            words.append(word.to_bytes(16, "little"))
-        code = self.alloc(16 * len(words), "insns", fill=b"".join(words))
-        size = -(-self._top // self.align) * self.align
-        dram = np.zeros(size, np.uint8)
-        for addr, data in self._chunks:
-            dram[addr:addr + len(data)] = np.frombuffer(data, np.uint8)
-        return ProgramImage(dram, code.addr, len(words), self.cfg, list(self.outputs))
+        self.built = self._b.build(epilogue=False, finish=finish, check_tokens=False)
+        linked = self.built.link({name: r.addr for name, r in self.regions.items()})
+        return linked.image(0)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The functional-simulator counters of the instructions so far (all, once built)."""
+        insns = self.built.launches[0].instructions if self.built else self._b.instructions
+        return functional_counters(self.cfg, [i for i in insns if not isinstance(i, int)])
 
     def program(self, expected: dict | None = None, *, tags=(), description: str = "",
                 counters: bool = True, **build):
@@ -326,8 +268,8 @@ class ProgramBuilder:
         from .program import ConformanceProgram
         image = self.build(**build)
         return ConformanceProgram(self.name, image, dict(expected or {}),
-                                  expected_counters=dict(self.counters) if counters else None,
-                                  tags=tuple(tags), description=description)
+                                  expected_counters=self.counters if counters
+                                  else None, tags=tuple(tags), description=description)
 
     def bad_program(self, error: ErrorCode, index: int, *, tags=(), description: str = "",
                     **build):

@@ -5,6 +5,7 @@ the runtime epilogue and FINISH, so exactly one error is possible."""
 from __future__ import annotations
 
 
+from ..arch import elem_bytes
 from ..encoding import Alu, Gemm, Load, MemType, Store, Uop, encode
 from ..errors import ErrorCode
 from .builder import ProgramBuilder
@@ -93,10 +94,7 @@ def range_errors(cfg, seed):
     data_cache = {}
 
     def region(b, mem, n):
-        eb = {MemType.INP: cfg.inp_elem_bytes, MemType.WGT: cfg.wgt_elem_bytes,
-              MemType.ACC: cfg.acc_elem_bytes, MemType.UOP: 4,
-              MemType.ACC_8BIT: cfg.batch * cfg.block_out}[mem]
-        return b.alloc(n * eb, f"src{len(b.regions)}")
+        return b.alloc(n * elem_bytes(cfg, mem), f"src{len(b.regions)}")
 
     def sram_load(mem, sram, x, y=1, pad=(0, 0, 0, 0)):
         def make(b):
@@ -161,10 +159,7 @@ def range_errors(cfg, seed):
             return b, idx
         b, _ = build(0)
         size = b.build().dram.size
-        eb = {MemType.INP: cfg.inp_elem_bytes, MemType.ACC: cfg.acc_elem_bytes,
-              MemType.UOP: 4, MemType.OUT: cfg.out_elem_bytes,
-              MemType.WGT: cfg.wgt_elem_bytes, MemType.ACC_8BIT: cfg.batch * cfg.block_out}[mem]
-        b, idx = build(size // eb)
+        b, idx = build(size // elem_bytes(cfg, mem))
         prog = b.bad_program(ErrorCode.DRAM_RANGE, idx, description=name)
         assert prog.image.dram.size == size, name
         return prog

@@ -1,6 +1,8 @@
 """Shared helpers for type relations and numpy kernels."""
 from __future__ import annotations
 
+import functools
+import numbers
 import re
 
 import numpy as np
@@ -46,8 +48,18 @@ def norm_axes(axes, ndim):
     return out
 
 
+def _is_int(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _ints(v, what):
+    if not (_is_int(v) or isinstance(v, (tuple, list)) and all(_is_int(x) for x in v)):
+        raise RelationError(f"{what} must be an integer or a list of integers, got {v!r}")
+
+
 def pair(v, what):
-    if isinstance(v, int):
+    _ints(v, what)
+    if _is_int(v):
         return (v, v)
     v = tuple(v)
     if len(v) == 1:
@@ -59,7 +71,8 @@ def pair(v, what):
 
 def padding4(p):
     """(top, left, bottom, right) from TVM's 1-, 2- or 4-value padding."""
-    if isinstance(p, int):
+    _ints(p, "padding")
+    if _is_int(p):
         return (p, p, p, p)
     p = tuple(p)
     if len(p) == 1:
@@ -75,7 +88,14 @@ _LAYOUT_RE = re.compile(r"(\d*)([A-Za-z])")
 
 
 def parse_layout(layout):
-    """``"NCHW1n16c"`` -> ``[("N", None), ("C", None), ("H", None), ("W", None), ("n", 1), ("c", 16)]``."""
+    """``"NCHW1n16c"`` -> ``(("N", None), ("C", None), ("H", None), ("W", None), ("n", 1), ("c", 16))``."""
+    if not isinstance(layout, str):
+        raise RelationError(f"a layout must be a string such as NCHW, got {layout!r}")
+    return _parse_layout(layout)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_layout(layout):
     out = []
     pos = 0
     for m in _LAYOUT_RE.finditer(layout):
@@ -99,7 +119,7 @@ def parse_layout(layout):
             raise RelationError(f"bad layout {layout!r}: sub-axis {a} without primal axis {a.upper()}")
     if len(set(a for a, _ in out)) != len(out):
         raise RelationError(f"bad layout {layout!r}: repeated axis")
-    return out
+    return tuple(out)
 
 
 def _mul(a, b):

@@ -1,17 +1,15 @@
 """Neural-network operators: convolution, dense, bias, batch norm, pooling, softmax, pad, dropout."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..ty import ANY, TensorType, TupleType, check_dtype
-from ._common import accum_dtype, as_tensor, dim_str, known, norm_axis, pair, padding4
-from .registry import REQUIRED, OpPattern, RelationError, register_op, relation
+from ._common import (accum_dtype, as_tensor, dim_str, known, layout_array_transform, layout_shape_transform,
+                      norm_axis, pair, padding4, parse_layout)
+from .registry import REQUIRED, NotReady, OpPattern, RelationError, backward, register_op, relation
 
-_PACKED_DATA = re.compile(r"^NCHW(\d+)n(\d+)c$")
-_PACKED_KERNEL = re.compile(r"^OIHW(\d+)o(\d+)i$")
 
 
 def _div(a, b):
@@ -32,47 +30,42 @@ def _shape_str(s):
     return "(" + ", ".join(map(dim_str, s)) + ")"
 
 
-def _unpack_data_shape(t, layout):
-    """Logical (N, C, H, W) of a data tensor and the packing factors (bn, bc)."""
-    if layout == "NCHW":
-        if t.ndim != 4:
-            raise RelationError(f"data must be 4-D in layout NCHW, got {_shape_str(t.shape)}")
-        return t.shape, (1, 1)
-    m = _PACKED_DATA.match(layout)
-    if not m:
-        raise RelationError(f"unsupported data layout {layout!r} (use NCHW or NCHW{{n}}n{{c}}c)")
-    bn, bc = int(m.group(1)), int(m.group(2))
-    if t.ndim != 6:
-        raise RelationError(f"data must be 6-D in layout {layout}, got {_shape_str(t.shape)}")
-    if known(t.shape[4]) and t.shape[4] != bn or known(t.shape[5]) and t.shape[5] != bc:
-        raise RelationError(f"data inner dimensions {_shape_str(t.shape[4:])} do not match layout {layout}")
-    n, c, h, w = t.shape[:4]
-    return (n * bn if known(n) else ANY, c * bc if known(c) else ANY, h, w), (bn, bc)
-
-
 # ---------------------------------------------------------------- conv2d
+
+
+def _conv_layouts(attrs, kernel_shape=None):
+    """The data, kernel and output layouts of a conv2d.  The output defaults to the data layout;
+    with a packed data layout whose channel block differs from the kernel's output block, the
+    output is packed by the kernel's output block (the VTA packing)."""
+    dl, kl = attrs["data_layout"], attrs["kernel_layout"]
+    ol = attrs["out_layout"] or dl
+    if not attrs["out_layout"]:
+        dsub = dict((a, f) for a, f in parse_layout(dl) if f is not None)
+        ksub = dict((a, f) for a, f in parse_layout(kl) if f is not None)
+        if "c" in dsub and "o" in ksub and dsub["c"] != ksub["o"]:
+            ol = dl.replace(f"{dsub['c']}c", f"{ksub['o']}c")
+    for what, layout, primal in (("data", dl, "NCHW"), ("kernel", kl, "OIHW"), ("output", ol, "NCHW")):
+        axes = sorted(a for a, f in parse_layout(layout) if f is None)
+        if axes != sorted(primal):
+            raise RelationError(f"conv2d supports {what} layouts convertible from {primal}; got {layout!r}")
+    return dl, kl, ol
+
+
+def _conv_weight_from_attrs(data_nchw, attrs):
+    """The OIHW weight shape TVM's Conv2D relation derives from ``channels`` and ``kernel_size``."""
+    kh, kw = pair(attrs["kernel_size"], "kernel_size")
+    return (attrs["channels"], _div(data_nchw[1], attrs["groups"]), kh, kw)
 
 
 @relation("Conv2D")
 def conv2d_rel(args, attrs):
-    """Output H and W from padding, stride, dilation and kernel; channels checked against groups."""
+    """Output H and W from padding, stride, dilation and kernel; channels checked against groups.
+    Data, kernel and output may be in any layout convertible from NCHW / OIHW (NHWC, HWIO,
+    OHWI, HWOI, NCHW16c, OIHW16i16o, ...), as TVM's Conv2DRel."""
     data, weight = as_tensor(args[0], "data"), as_tensor(args[1], "weight")
-    (n, c, h, w), (bn, bc) = _unpack_data_shape(data, attrs["data_layout"])
-    klayout = attrs["kernel_layout"]
-    if klayout == "OIHW":
-        if weight.ndim != 4:
-            raise RelationError(f"weight must be 4-D in layout OIHW, got {_shape_str(weight.shape)}")
-        o, i, kh, kw = weight.shape
-        bo, bi = 1, 1
-    else:
-        m = _PACKED_KERNEL.match(klayout)
-        if not m:
-            raise RelationError(f"unsupported kernel layout {klayout!r} (use OIHW or OIHW{{o}}o{{i}}i)")
-        bo, bi = int(m.group(1)), int(m.group(2))
-        if weight.ndim != 6 or weight.shape[4] != bo or weight.shape[5] != bi:
-            raise RelationError(f"weight shape {_shape_str(weight.shape)} does not match layout {klayout}")
-        oo, ii, kh, kw = weight.shape[:4]
-        o, i = oo * bo if known(oo) else ANY, ii * bi if known(ii) else ANY
+    dl, kl, ol = _conv_layouts(attrs)
+    n, c, h, w = layout_shape_transform(data.shape, dl, "NCHW")
+    o, i, kh, kw = layout_shape_transform(weight.shape, kl, "OIHW")
     groups = attrs["groups"]
     if known(c) and known(i) and c != i * groups:
         raise RelationError(f"data has {c} input channels but weight expects {i} x groups {groups} = {i * groups}")
@@ -84,22 +77,28 @@ def conv2d_rel(args, attrs):
         ks = pair(attrs["kernel_size"], "kernel_size")
         if known(kh) and known(kw) and ks != (kh, kw):
             raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
-    if bc != bi and attrs["data_layout"] != "NCHW":
-        raise RelationError(f"data channel block {bc} does not match kernel input block {bi}")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
     oh = _out_dim(h, pt + pb, dh, kh, sh)
     ow = _out_dim(w, pl + pr, dw, kw, sw)
     dtype = attrs["out_dtype"] or data.dtype
-    if data.dtype != weight.dtype and not attrs["out_dtype"]:
-        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
     check_dtype(dtype)
-    if attrs["data_layout"] == "NCHW":
-        return TensorType((n, o, oh, ow), dtype)
-    if known(o) and o % bo:
-        raise RelationError(f"{o} output channels are not divisible by the block {bo}")
-    return TensorType((_div(n, bn), _div(o, bo), oh, ow, bn, bo), dtype)
+    return TensorType(layout_shape_transform((n, o, oh, ow), "NCHW", ol), dtype)
+
+
+@backward("Conv2D")
+def conv2d_backward(args, out, attrs):
+    """The weight's type from ``channels`` and ``kernel_size`` when it is not written down."""
+    data = as_tensor(args[0], "data")
+    if attrs["channels"] is None or attrs["kernel_size"] is None:
+        raise NotReady("weight")
+    if attrs["groups"] > 1:
+        raise RelationError("the weight shape must be specified when groups is greater than 1")
+    dl, kl, _ = _conv_layouts(attrs)
+    nchw = layout_shape_transform(data.shape, dl, "NCHW")
+    wshape = layout_shape_transform(_conv_weight_from_attrs(nchw, attrs), "OIHW", kl)
+    return {1: TensorType(wshape, data.dtype)}
 
 
 def conv2d_nchw(x, w, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, out_dtype=None):
@@ -123,34 +122,113 @@ def conv2d_nchw(x, w, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), gro
     return np.concatenate(outs, axis=1).astype(out_dtype)
 
 
-def _unpack(x, bn, bc):
-    n, c, h, w = x.shape[:4]
-    return x.transpose(0, 4, 1, 5, 2, 3).reshape(n * bn, c * bc, h, w)
-
-
-def _pack(x, bn, bc):
-    n, c, h, w = x.shape
-    return x.reshape(n // bn, bn, c // bc, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
-
-
 @register_op("nn.conv2d", num_inputs=2, relation="Conv2D", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={
     "strides": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
     "kernel_size": None, "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "",
     "out_dtype": ""})
 def _conv2d(args, attrs):
-    """2-D convolution in NCHW/OIHW or the packed NCHW{n}n{c}c / OIHW{o}o{i}i layouts."""
+    """2-D convolution in any data/kernel/output layouts convertible from NCHW/OIHW."""
     x, w = args
-    packed = attrs["data_layout"] != "NCHW"
-    if packed:
-        bn, bc = int(x.shape[4]), int(x.shape[5])
-        x = _unpack(x, bn, bc)
-    if attrs["kernel_layout"] != "OIHW":
-        oo, ii, kh, kw, bo, bi = w.shape
-        w = w.transpose(0, 4, 1, 5, 2, 3).reshape(oo * bo, ii * bi, kh, kw)
+    dl, kl, ol = _conv_layouts(attrs)
+    if dl != "NCHW":
+        x = layout_array_transform(x, dl, "NCHW")
+    if kl != "OIHW":
+        w = layout_array_transform(w, kl, "OIHW")
     y = conv2d_nchw(x, w, pair(attrs["strides"], "strides"), padding4(attrs["padding"]),
                     pair(attrs["dilation"], "dilation"), attrs["groups"], attrs["out_dtype"] or args[0].dtype)
-    if packed:
-        y = _pack(y, bn, args[1].shape[4] if attrs["kernel_layout"] != "OIHW" else bc)
+    if ol != "NCHW":
+        y = layout_array_transform(y, "NCHW", ol)
+    return np.ascontiguousarray(y)
+
+
+# ---------------------------------------------------------------- conv2d_transpose
+
+
+@relation("Conv2DTranspose")
+def conv2d_transpose_rel(args, attrs):
+    """NCHW data and IOHW weight (in, out / groups, kh, kw), as TVM; the output grows by the stride:
+    OH = (H - 1) * stride - pad_top - pad_bottom + dilation * (KH - 1) + 1 + output_padding."""
+    data, weight = as_tensor(args[0], "data"), as_tensor(args[1], "weight")
+    if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "IOHW":
+        raise RelationError(f"conv2d_transpose supports data_layout NCHW and kernel_layout IOHW, got "
+                            f"{attrs['data_layout']} and {attrs['kernel_layout']}")
+    if data.ndim != 4 or weight.ndim != 4:
+        raise RelationError(f"data and weight must be 4-D, got {_shape_str(data.shape)} and "
+                            f"{_shape_str(weight.shape)}")
+    n, c, h, w = data.shape
+    i, og, kh, kw = weight.shape
+    groups = attrs["groups"]
+    if known(c) and known(i) and c != i:
+        raise RelationError(f"data has {c} input channels but weight (IOHW) has {i}")
+    if known(c) and c % groups:
+        raise RelationError(f"{c} input channels are not divisible by groups {groups}")
+    o = og * groups if known(og) else ANY
+    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
+        raise RelationError(f"attribute channels={attrs['channels']} but weight gives {o} output channels")
+    if attrs["kernel_size"] is not None:
+        ks = pair(attrs["kernel_size"], "kernel_size")
+        if known(kh) and known(kw) and ks != (kh, kw):
+            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+    sh, sw = pair(attrs["strides"], "strides")
+    dh, dw = pair(attrs["dilation"], "dilation")
+    ph, pw = pair(attrs["output_padding"], "output_padding")
+    if not (0 <= ph < sh and 0 <= pw < sw):
+        raise RelationError(f"output_padding {[ph, pw]} must be non-negative and smaller than the "
+                            f"strides {[sh, sw]}")
+    pt, pl, pb, pr = padding4(attrs["padding"])
+
+    def out(size, s, d, k, p0, p1, op):
+        if not (known(size) and known(k)):
+            return ANY
+        r = (size - 1) * s - p0 - p1 + d * (k - 1) + 1 + op
+        if r < 1:
+            raise RelationError(f"padding {[p0, p1]} leaves no output of an input of size {size}")
+        return r
+
+    if data.dtype != weight.dtype and not attrs["out_dtype"]:
+        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    dtype = attrs["out_dtype"] or data.dtype
+    check_dtype(dtype)
+    return TensorType((n, o, out(h, sh, dh, kh, pt, pb, ph), out(w, sw, dw, kw, pl, pr, pw)), dtype)
+
+
+def conv2d_transpose_nchw(x, w, strides=(1, 1), padding=(0, 0, 0, 0), output_padding=(0, 0), dilation=(1, 1),
+                          groups=1, out_dtype=None):
+    """Reference transposed convolution: every input pixel scatters its kernel into the output
+    (integers accumulate in int64), then the padding is cropped."""
+    out_dtype = out_dtype or x.dtype
+    acc = accum_dtype(out_dtype)
+    x, w = x.astype(acc), w.astype(acc)
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pl, pb, pr = padding
+    fh = (h - 1) * sh + dh * (kh - 1) + 1 + output_padding[0]
+    fw = (wd - 1) * sw + dw * (kw - 1) + 1 + output_padding[1]
+    full = np.zeros((n, og * groups, fh, fw), acc)
+    ig = c // groups
+    for g in range(groups):
+        xg, wg = x[:, g * ig:(g + 1) * ig], w[g * ig:(g + 1) * ig]
+        for p in range(kh):
+            for q in range(kw):
+                contrib = np.tensordot(xg, wg[:, :, p, q], axes=([1], [0])).transpose(0, 3, 1, 2)
+                full[:, g * og:(g + 1) * og, p * dh:p * dh + sh * (h - 1) + 1:sh,
+                     q * dw:q * dw + sw * (wd - 1) + 1:sw] += contrib
+    return full[:, :, pt:fh - pb, pl:fw - pr].astype(out_dtype)
+
+
+@register_op("nn.conv2d_transpose", num_inputs=2, relation="Conv2DTranspose",
+             pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={
+                 "strides": (1, 1), "padding": (0, 0), "output_padding": (0, 0), "dilation": (1, 1),
+                 "groups": 1, "channels": None, "kernel_size": None, "data_layout": "NCHW",
+                 "kernel_layout": "IOHW", "out_layout": "", "out_dtype": ""})
+def _conv2d_transpose(args, attrs):
+    """2-D transposed convolution (the adjoint of conv2d with respect to its data), NCHW / IOHW."""
+    x, w = args
+    y = conv2d_transpose_nchw(x, w, pair(attrs["strides"], "strides"), padding4(attrs["padding"]),
+                              pair(attrs["output_padding"], "output_padding"), pair(attrs["dilation"], "dilation"),
+                              attrs["groups"], attrs["out_dtype"] or x.dtype)
     return np.ascontiguousarray(y)
 
 
@@ -170,9 +248,17 @@ def dense_rel(args, attrs):
     units = weight.shape[0]
     if attrs["units"] is not None and known(units) and attrs["units"] != units:
         raise RelationError(f"attribute units={attrs['units']} but weight has {units} rows")
-    if data.dtype != weight.dtype and not attrs["out_dtype"]:
-        raise RelationError(f"data is {data.dtype} but weight is {weight.dtype}; set out_dtype to mix them")
+    # as TVM's MatmulRel: the weight's dtype is not checked; the output has out_dtype or the data's
     return TensorType(data.shape[:-1] + (units,), attrs["out_dtype"] or data.dtype)
+
+
+@backward("Dense")
+def dense_backward(args, out, attrs):
+    """The weight's type from ``units`` and the data's last dimension."""
+    data = as_tensor(args[0], "data")
+    if attrs["units"] is None or data.ndim < 1:
+        raise NotReady("weight")
+    return {1: TensorType((attrs["units"], data.shape[-1]), data.dtype)}
 
 
 @register_op("nn.dense", num_inputs=2, relation="Dense", pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -195,6 +281,13 @@ def bias_add_rel(args, attrs):
     if bias.dtype != data.dtype:
         raise RelationError(f"bias is {bias.dtype} but data is {data.dtype}")
     return data
+
+
+@backward("BiasAdd")
+def bias_add_backward(args, out, attrs):
+    """The bias's type from the data's ``axis``."""
+    data = as_tensor(args[0], "data")
+    return {1: TensorType((data.shape[norm_axis(attrs["axis"], data.ndim)],), data.dtype)}
 
 
 def _channel_shape(ndim, axis):
@@ -223,6 +316,14 @@ def batch_norm_rel(args, attrs):
             raise RelationError(f"{name} must have shape ({dim_str(c)},), got {_shape_str(t.shape)}")
     vec = TensorType((c,), data.dtype)
     return TupleType((data, vec, vec))
+
+
+@backward("BatchNorm")
+def batch_norm_backward(args, out, attrs):
+    """gamma, beta, moving mean and variance from the data's ``axis`` (TVM's BatchNormRel)."""
+    data = as_tensor(args[0], "data")
+    vec = TensorType((data.shape[norm_axis(attrs["axis"], data.ndim)],), data.dtype)
+    return {i: vec for i in range(1, 5)}
 
 
 @register_op("nn.batch_norm", num_inputs=5, relation="BatchNorm", pattern=OpPattern.OPAQUE,
@@ -255,30 +356,32 @@ def _dropout(args, attrs):
 # ---------------------------------------------------------------- pooling
 
 
-def _pool_hw(layout):
-    if layout == "NCHW":
-        return 4
-    if _PACKED_DATA.match(layout):
-        return 6
-    raise RelationError(f"unsupported pooling layout {layout!r} (use NCHW or NCHW{{n}}n{{c}}c)")
+def _pool_axes(layout, t=None):
+    """Positions of H and W in a pooling layout (NCHW, NHWC, NCHW16c, ... as TVM's Pool2DRel:
+    any layout with H and W, neither of them split)."""
+    axes = parse_layout(layout)
+    names = [a for a, _ in axes]
+    if "H" not in names or "W" not in names or "h" in names or "w" in names:
+        raise RelationError(f"pooling layout {layout!r} must have H and W axes, neither split")
+    if t is not None and t.ndim != len(axes):
+        raise RelationError(f"data must be {len(axes)}-D in layout {layout}, got {_shape_str(t.shape)}")
+    return names.index("H"), names.index("W")
 
 
 @relation("Pool2D")
 def pool2d_rel(args, attrs):
     """Output H and W from pool size, strides, padding, dilation and ceil_mode."""
     data = as_tensor(args[0], "data")
-    rank = _pool_hw(attrs["layout"])
-    if data.ndim != rank:
-        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    hi, wi = _pool_axes(attrs["layout"], data)
     kh, kw = pair(attrs["pool_size"], "pool_size")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
-    h, w = data.shape[2], data.shape[3]
+    h, w = data.shape[hi], data.shape[wi]
     ceil = bool(attrs["ceil_mode"])
     shape = list(data.shape)
-    shape[2] = _out_dim(h, pt + pb, dh, kh, sh, ceil)
-    shape[3] = _out_dim(w, pl + pr, dw, kw, sw, ceil)
+    shape[hi] = _out_dim(h, pt + pb, dh, kh, sh, ceil)
+    shape[wi] = _out_dim(w, pl + pr, dw, kw, sw, ceil)
     return TensorType(tuple(shape), data.dtype)
 
 
@@ -286,45 +389,42 @@ def pool2d_rel(args, attrs):
 def global_pool2d_rel(args, attrs):
     """H and W become 1."""
     data = as_tensor(args[0], "data")
-    rank = _pool_hw(attrs["layout"])
-    if data.ndim != rank:
-        raise RelationError(f"data must be {rank}-D in layout {attrs['layout']}, got {_shape_str(data.shape)}")
+    hi, wi = _pool_axes(attrs["layout"], data)
     shape = list(data.shape)
-    shape[2] = shape[3] = 1
+    shape[hi] = shape[wi] = 1
     return TensorType(tuple(shape), data.dtype)
 
 
 def _pool(x, attrs, kind):
+    hi, wi = _pool_axes(attrs["layout"])
+    x = np.moveaxis(x, (hi, wi), (-2, -1))
     kh, kw = pair(attrs["pool_size"], "pool_size")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
-    h, w = x.shape[2], x.shape[3]
+    h, w = x.shape[-2], x.shape[-1]
     oh = _out_dim(h, pt + pb, dh, kh, sh, bool(attrs["ceil_mode"]))
     ow = _out_dim(w, pl + pr, dw, kw, sw, bool(attrs["ceil_mode"]))
     # Extra bottom/right padding so ceil_mode windows exist; they are excluded like padding.
     eb = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
     er = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + pl + pr))
-    pads = [(0, 0)] * x.ndim
-    pads[2], pads[3] = (pt, pb + eb), (pl, pr + er)
+    pads = [(0, 0)] * (x.ndim - 2) + [(pt, pb + eb), (pl, pr + er)]
     xf = x.astype(np.float64) if kind == "avg" else x
     fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
     xp = np.pad(xf, pads, constant_values=fill if kind == "max" else 0)
-    win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    win = win[:, :, :oh * sh:sh, :ow * sw:sw, ..., ::dh, ::dw][:, :, :oh, :ow]
+    win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(-2, -1))
+    win = win[..., :oh * sh:sh, :ow * sw:sw, ::dh, ::dw][..., :oh, :ow, :, :]
     if kind == "max":
-        return win.max(axis=(-2, -1)).astype(x.dtype)
+        return np.moveaxis(win.max(axis=(-2, -1)).astype(x.dtype), (-2, -1), (hi, wi))
     total = win.sum(axis=(-2, -1))
+    ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
     if attrs["count_include_pad"]:
-        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
         ones[:h + pt + pb, :w + pl + pr] = 1
     else:
-        ones = np.zeros((h + pt + pb + eb, w + pl + pr + er))
         ones[pt:pt + h, pl:pl + w] = 1
     cw = sliding_window_view(ones, (dh * (kh - 1) + 1, dw * (kw - 1) + 1))[::sh, ::sw, ::dh, ::dw][:oh, :ow]
     count = cw.sum(axis=(-2, -1))
-    count = count.reshape((1, 1, oh, ow) + (1,) * (x.ndim - 4))
-    return (total / count).astype(x.dtype)
+    return np.moveaxis((total / count).astype(x.dtype), (-2, -1), (hi, wi))
 
 
 _POOL_ATTRS = {"pool_size": REQUIRED, "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0),
@@ -350,14 +450,14 @@ def _avg_pool2d(args, attrs):
 def _global_avg_pool2d(args, attrs):
     """Mean over H and W, kept as size-1 axes."""
     x = args[0]
-    return x.astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(x.dtype)
+    return x.astype(np.float64).mean(axis=_pool_axes(attrs["layout"]), keepdims=True).astype(x.dtype)
 
 
 @register_op("nn.global_max_pool2d", num_inputs=1, relation="GlobalPool2D",
              pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"layout": "NCHW", "out_layout": ""})
 def _global_max_pool2d(args, attrs):
     """Max over H and W, kept as size-1 axes."""
-    return args[0].max(axis=(2, 3), keepdims=True)
+    return args[0].max(axis=_pool_axes(attrs["layout"]), keepdims=True)
 
 
 # ---------------------------------------------------------------- softmax

@@ -2,6 +2,7 @@
 an op pattern (used by fusion) and a numpy compute function."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Optional
@@ -9,7 +10,7 @@ from typing import Callable, Optional
 from ..ir import Attrs
 
 __all__ = ["OpPattern", "OpDef", "REQUIRED", "RelationError", "NotReady", "register_op", "get_op",
-           "list_ops", "relation", "get_relation", "register_op_attr", "get_op_attr"]
+           "list_ops", "relation", "get_relation", "backward", "get_backward", "register_op_attr", "get_op_attr"]
 
 
 class OpPattern(IntEnum):
@@ -63,6 +64,27 @@ def get_relation(name):
     return _RELATIONS[name]
 
 
+_BACKWARD: dict = {}
+
+
+def backward(name):
+    """Register the backward half of relation ``name``: ``fn(arg_types, out_type, attrs)`` returns
+    ``{index: type}`` for arguments whose types follow from what is known (e.g. a conv2d weight
+    from ``channels`` and ``kernel_size``, an identity's input from its output), as TVM's
+    relations assign their inputs.  It runs while the forward relation is not ready, and may
+    raise ``NotReady`` or ``RelationError`` too."""
+    def deco(fn):
+        if name not in _RELATIONS:
+            raise ValueError(f"backward rule for unknown relation {name}")
+        _BACKWARD[name] = fn
+        return fn
+    return deco
+
+
+def get_backward(name):
+    return _BACKWARD.get(name)
+
+
 @dataclass(frozen=True)
 class OpDef:
     """Everything the compiler knows about one primitive operator.
@@ -96,6 +118,7 @@ class OpDef:
         out = {}
         for k, default in self.attrs.items():
             if k in attrs:
+                _check_attr_kind(self.name, k, attrs[k], default)
                 out[k] = attrs[k]
             elif default is REQUIRED:
                 raise ValueError(f"{self.name} requires attribute {k!r}")
@@ -109,6 +132,25 @@ class OpDef:
         if n < lo or (hi is not None and n > hi):
             want = str(hi) if lo == hi else f"{lo} to {hi}" if hi is not None else f"at least {lo}"
             raise ValueError(f"{self.name} takes {want} argument(s), got {n}")
+
+
+def _check_attr_kind(op, key, value, default):
+    """An attribute has the kind of its default: a number, a string, or a list (a number
+    where a list is expected is accepted, as for ``strides=2``); None is always allowed."""
+    if value is None or default is None or default is REQUIRED:
+        return
+    if isinstance(default, numbers.Number):
+        ok = isinstance(value, numbers.Number)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    elif isinstance(default, (tuple, list)):
+        ok = isinstance(value, (numbers.Number, tuple, list)) and all(
+            isinstance(v, numbers.Number) for v in (value if isinstance(value, (tuple, list)) else [value]))
+    else:
+        ok = True
+    if not ok:
+        raise ValueError(f"{op} attribute {key}={value!r} must be "
+                         f"{'a number' if isinstance(default, numbers.Number) else 'a string' if isinstance(default, str) else 'a list of numbers'}")
 
 
 _OPS: dict = {}

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ty import ANY, TensorType, check_dtype
 from ._common import as_tensor, dim_str, known, norm_axes
-from .registry import REQUIRED, OpPattern, RelationError, register_op, relation
+from .registry import REQUIRED, NotReady, OpPattern, RelationError, backward, register_op, relation
 
 # ---------------------------------------------------------------- relations
 
@@ -14,6 +14,14 @@ from .registry import REQUIRED, OpPattern, RelationError, register_op, relation
 def identity_rel(args, attrs):
     """The output has the type of the (first) input."""
     return as_tensor(args[0], "data")
+
+
+@backward("Identity")
+def identity_backward(args, out, attrs):
+    """The input's type from the output's (TVM's relations assign both ways)."""
+    if not isinstance(out, TensorType):
+        raise NotReady("output")
+    return {0: out}
 
 
 def broadcast_shape(a, b):
@@ -91,6 +99,23 @@ def reduce_rel(args, attrs):
         shape = tuple(1 if i in axes else d for i, d in enumerate(t.shape))
     else:
         shape = tuple(d for i, d in enumerate(t.shape) if i not in axes)
+    return TensorType(shape, t.dtype)
+
+
+@relation("ArgReduce")
+def arg_reduce_rel(args, attrs):
+    """Like Reduce, with int32 indices as the result (TVM's ArgReduceRel)."""
+    t = reduce_rel(args, attrs)
+    return TensorType(t.shape, "int32")
+
+
+@relation("BroadcastTo")
+def broadcast_to_rel(args, attrs):
+    """The output has shape ``attrs.shape``, to which the input must broadcast."""
+    t = as_tensor(args[0], "data")
+    shape = tuple(attrs["shape"])
+    if broadcast_shape(t.shape, shape) != shape:
+        raise RelationError(f"shape ({', '.join(map(dim_str, t.shape))}) does not broadcast to {list(shape)}")
     return TensorType(shape, t.dtype)
 
 
@@ -219,6 +244,38 @@ for _name, _fn in _REDUCE.items():
         return compute
     register_op(_name, num_inputs=1, relation="Reduce", pattern=OpPattern.COMM_REDUCE,
                 attrs=_REDUCE_ATTRS)(_make(_fn, _name))
+
+
+def _arg_reduce(fn):
+    def compute(args, attrs):
+        x = args[0]
+        axes = norm_axes(attrs["axis"], x.ndim)
+        if attrs["exclude"]:
+            axes = [i for i in range(x.ndim) if i not in axes]
+        keep = [i for i in range(x.ndim) if i not in axes]
+        # move the reduced axes last and flatten them: the index is into their row-major order
+        y = x.transpose(keep + axes).reshape([x.shape[i] for i in keep] + [-1])
+        if attrs["select_last_index"]:
+            idx = y.shape[-1] - 1 - fn(y[..., ::-1], axis=-1)
+        else:
+            idx = fn(y, axis=-1)
+        if attrs["keepdims"]:
+            idx = idx.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+        return np.asarray(idx, dtype="int32")
+    compute.__doc__ = f"Index of the {fn.__name__[3:]} over ``axis``."
+    return compute
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register_op(_name, num_inputs=1, relation="ArgReduce", pattern=OpPattern.COMM_REDUCE,
+                attrs=dict(_REDUCE_ATTRS, select_last_index=False))(_arg_reduce(_fn))
+
+
+@register_op("broadcast_to", num_inputs=1, relation="BroadcastTo", pattern=OpPattern.BROADCAST,
+             attrs={"shape": REQUIRED})
+def _broadcast_to(args, attrs):
+    """Broadcast the input to ``shape``."""
+    return np.broadcast_to(args[0], tuple(attrs["shape"])).copy()
 
 
 @register_op("zeros", num_inputs=0, relation="Full", pattern=OpPattern.ELEMWISE,

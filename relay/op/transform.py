@@ -15,35 +15,68 @@ def _shape_str(s):
     return "(" + ", ".join(map(dim_str, s)) + ")"
 
 
+def _prod(a, b):
+    return a * b if known(a) and known(b) else ANY
+
+
 def reshape_shape(shape, newshape):
-    """TVM ``newshape`` semantics: 0 copies a dimension, -1 is inferred, -2 copies the rest."""
-    out, i, infer = [], 0, None
-    for j, d in enumerate(newshape):
-        if d == 0:
-            if i >= len(shape):
-                raise RelationError(f"newshape {list(newshape)}: 0 at position {j} has no input dimension to copy")
-            out.append(shape[i])
+    """TVM ``newshape`` semantics: 0 copies a dimension, -1 is inferred, -2 copies the rest,
+    -3 merges the next two dimensions, -4 splits the next dimension in the two values after it
+    (one of which may be -1)."""
+    newshape = list(newshape)
+    out, i, infer, j = [], 0, None, 0
+
+    def take_dim(what):
+        nonlocal i
+        if i >= len(shape):
+            raise RelationError(f"newshape {newshape}: {what} at position {j} has no input dimension left")
+        i += 1
+        return shape[i - 1]
+    while j < len(newshape):
+        d = newshape[j]
+        if d > 0:
+            out.append(d)
             i += 1
+        elif d == 0:
+            out.append(take_dim("0"))
         elif d == -1:
             if infer is not None:
-                raise RelationError(f"newshape {list(newshape)} has more than one -1")
+                raise RelationError(f"newshape {newshape} has more than one -1")
             infer = len(out)
             out.append(None)
             i += 1
         elif d == -2:
             out.extend(shape[i:])
             i = len(shape)
-        elif d > 0:
-            out.append(d)
-            i += 1
+        elif d == -3:
+            a = take_dim("-3")
+            out.append(_prod(a, take_dim("-3")))
+        elif d == -4:
+            if j + 2 >= len(newshape):
+                raise RelationError(f"newshape {newshape}: -4 at position {j} needs two values after it")
+            whole = take_dim("-4")
+            d1, d2 = newshape[j + 1], newshape[j + 2]
+            if d1 == -1 and d2 == -1 or min(d1, d2) < -1 or 0 in (d1, d2):
+                raise RelationError(f"newshape {newshape}: -4 must be followed by two sizes, at most one -1")
+            if known(whole):
+                if d1 == -1:
+                    d1 = whole // d2 if whole % d2 == 0 else None
+                elif d2 == -1:
+                    d2 = whole // d1 if whole % d1 == 0 else None
+                if d1 is None or d2 is None or d1 * d2 != whole:
+                    raise RelationError(f"newshape {newshape}: -4 cannot split dimension {whole} "
+                                        f"into {newshape[j + 1]} x {newshape[j + 2]}")
+            out += [ANY if d1 == -1 else d1, ANY if d2 == -1 else d2]
+            j += 2
         else:
-            raise RelationError(f"newshape {list(newshape)}: unsupported value {d}")
+            raise RelationError(f"newshape {newshape}: unsupported value {d}")
+        j += 1
     if all(known(d) for d in shape):
         total = math.prod(shape)
         rest = math.prod(d for d in out if d is not None and known(d))
         if infer is not None:
             if rest == 0 or total % rest:
-                raise RelationError(f"cannot reshape {_shape_str(shape)} to {list(newshape)}")
+                raise RelationError(f"cannot reshape {_shape_str(shape)} to {newshape}")
             out[infer] = total // rest
         elif total != rest:
             raise RelationError(f"cannot reshape {_shape_str(shape)} ({total} elements) to "
@@ -194,3 +227,32 @@ def batch_flatten_rel(args, attrs):
 def _batch_flatten(args, attrs):
     """Flatten every axis but the first."""
     return args[0].reshape(args[0].shape[0], -1)
+
+
+@relation("Take")
+def take_rel(args, attrs):
+    """``indices``' shape replaces ``axis`` of the data (of the flattened data without one)."""
+    data, idx = as_tensor(args[0], "data"), as_tensor(args[1], "indices")
+    if not idx.dtype.startswith(("int", "uint")):
+        raise RelationError(f"indices must be integers, not {idx.dtype}")
+    if attrs["batch_dims"] != 0:
+        raise RelationError(f"batch_dims={attrs['batch_dims']} is not supported (only 0)")
+    if attrs["mode"] not in ("clip", "wrap", "fast"):
+        raise RelationError(f"mode must be clip, wrap or fast, got {attrs['mode']!r}")
+    if attrs["axis"] is None:
+        return TensorType(idx.shape, data.dtype)
+    axis = norm_axis(attrs["axis"], data.ndim)
+    return TensorType(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
+
+
+@register_op("take", num_inputs=2, relation="Take", pattern=OpPattern.INJECTIVE,
+             attrs={"axis": None, "batch_dims": 0, "mode": "clip"})
+def _take(args, attrs):
+    """Gather ``indices`` along ``axis``; out-of-range indices are clipped (or wrap)."""
+    x, idx = args
+    if attrs["axis"] is None:
+        x, axis = x.reshape(-1), 0
+    else:
+        axis = attrs["axis"] % x.ndim
+    mode = "wrap" if attrs["mode"] == "wrap" else "clip"
+    return np.take(x, idx.astype(np.int64), axis=axis, mode=mode)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from isa.arch import ALU_LATENCY, GEMM_LATENCY  # hw.gemm / hw.alu: issue to ACC write
+from isa.arch import elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
 from isa.errors import ErrorCode
@@ -18,11 +20,6 @@ from .dma import TensorLoader
 
 __all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAGE"]
 
-#: ``hw.gemm.GEMM_LATENCY``: cycles from a micro-op's issue to its accumulator write.
-GEMM_LATENCY = 5
-#: ``hw.alu.ALU_LATENCY``: S0 micro-op, S1 indices, S2 check and ACC reads, S3 operands
-#: registered, S4 lanes and write (the multiply gets a cycle of its own after the SRAM read).
-ALU_LATENCY = 4
 #: Both pipelines check indices in S2: micro-op *j* of a start in *c* raises ``err`` in
 #: *c* + 1 + *j* + 2 (S0 micro-op read, S1 indices, S2 range check).
 CHECK_STAGE = 2
@@ -78,7 +75,7 @@ class ComputeModule(ModuleBase):
 
     def __init__(self, cfg: VTAConfig, dram_size: int, execute, semantics):
         super().__init__()
-        acc8 = cfg.batch * cfg.block_out
+        acc8 = elem_bytes(cfg, MemType.ACC_8BIT)
         self.cfg = cfg
         self.geom = {MemType.UOP: (TensorLoader(cfg, cfg.uop_elem_bytes), cfg.uop_elem_bytes,
                                    cfg.uop_depth),
@@ -96,13 +93,10 @@ class ComputeModule(ModuleBase):
         self.finish = False
 
     def cmd(self):
-        r = self.active.reader
-        if r.fsm == 1:
-            return r.bs.cur_beat * r.bb, r.bs.burst()
-        return None
+        return self.active.cmd()
 
     def rd_ready(self) -> bool:
-        return self.active.reader.rd_ready()
+        return self.active.rd_ready()
 
     def comb(self, t: int, head_valid: bool, head, halt: bool, l2g_avail: bool,
              s2g_avail: bool) -> None:
@@ -149,16 +143,7 @@ class ComputeModule(ModuleBase):
 
     def _first_bad(self, d) -> int | None:
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
-        cfg, f = self.cfg, d.f
-        dst, src, wgt = self.semantics._uop_indices(d.insn)
-        bad = dst >= cfg.acc_depth
-        if d.opcode == Opcode.GEMM:
-            if not f["reset"]:
-                bad |= (src >= cfg.inp_depth) | (wgt >= cfg.wgt_depth)
-        elif not f["use_imm"]:
-            bad |= src >= cfg.acc_depth
-        hit = np.flatnonzero(bad)
-        return int(hit[0]) if hit.size else None
+        return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
     def update(self, t: int, head, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
         fsm = self.fsm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from isa.arch import COUNTERS
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
 from sim.functional import SimulationError
@@ -18,9 +19,7 @@ from .store import StoreModule
 
 __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
 
-#: The RTL's event counters (``hw.core.COUNTERS``), in register-map order.
-COUNTERS = ("fetch_busy", "fetch_stall", "load_busy", "load_stall", "compute_busy",
-            "compute_stall", "store_busy", "store_stall", "gemm_uops", "alu_uops", "mem_busy")
+# COUNTERS: the RTL's event counters (``hw.core.COUNTERS``), in register-map order.
 
 _NO_INDEX = (1 << 32) - 1
 _NONE4 = (False, False, False, False)
@@ -45,7 +44,7 @@ class Core:
         self.sem = FastSemantics(cfg, dram)
         self.decoder = Decoder(cfg)
         self.mem = MemoryTiming(cfg, dram.size)
-        self.arb = MemArbiter()
+        self.arb = MemArbiter(cfg)
         self.fetch = FetchModule(cfg, dram, insn_addr, insn_count, self.decoder)
         self.load = LoadModule(cfg, dram.size, self._execute)
         self.compute = ComputeModule(cfg, dram.size, self._execute, self.sem)
@@ -120,50 +119,35 @@ class Core:
             if push[3] and tok.overflow(3, True, pop[3]):
                 store.err, store.err_index = ErrorCode.TOKEN_OVERFLOW, store.index
 
-        # Memory port.
-        arb_busy = arb.busy
-        cmds = None
+        # Memory port: outputs of the memory and the arbiter from this cycle's registers.
+        arb_busy = not arb.idle
+        rd_mem, wr_ready = mem.channels(t)
+        wr_ack = mem.wr_ack(t)
         cmd_fire = [False, False, False, False]
-        rd_valid = [False, False, False, False]
+        rd_valid = [False, False, False]
         rd_last = False
-        wr_ready = wr_ack = False
-        if not arb_busy:
-            if not failed:
-                cmds = (fetch.reader.bs.cur_beat * fetch.reader.bb
-                        if fetch.reader.fsm == 1 and fetch.issue_ok() else None,
-                        load.cmd(), compute.cmd(), store.cmd())
-                for i, c in enumerate(cmds):
-                    if c is not None:
-                        if i == 0:
-                            c = (c, fetch.reader.bs.burst())
-                        write = i == 3
-                        mem.command(t, c[0], c[1], write, i)
-                        cmd_fire[i] = True
-                        arb.busy, arb.grant, arb.is_write = True, i, write
-                        break
-        else:
-            g = arb.grant
-            if arb.is_write:
-                wr_ready = mem.wr_ready(t)
-                wr_ack = mem.wr_ack(t)
-                if wr_ready and store.wr_valid():
-                    mem.write_beat(t)
-                elif wr_ack:
-                    mem.acked(t)
-                    arb.busy = False
-            elif mem.rd_valid(t):
-                rd_valid[g] = True
-                rd_last = mem.beats_left == 1
-                ready = (fetch.reader.rd_ready() if g == 0 else
-                         load.rd_ready() if g == 1 else compute.rd_ready())
-                if ready:
-                    mem.read_beat(t)
-                    if rd_last:
-                        arb.busy = False
+        cmds = None
+        grant = None
+        if not failed:
+            if len(arb.tags) != arb.n:
+                cmds = (fetch.cmd(), load.cmd(), compute.cmd())
+                grant = arb.pick(cmds)
+                if grant is not None and mem.rcmd_ready():
+                    cmd_fire[grant] = True
+            wcmd = store.cmd()
+            if wcmd is not None and mem.wcmd_ready():
+                cmd_fire[3] = True
+        rd_fire = False
+        if rd_mem and arb.tags:
+            g = arb.tags[0]
+            rd_valid[g] = True
+            rd_last = mem.reads[0][0] == 1
+            rd_fire = (fetch.rd_ready() if g == 0 else
+                       load.rd_ready() if g == 1 else compute.rd_ready())
+        wr_fire = wr_ready and store.wr_valid()
 
         if self.tracing:
-            self._observe(t, cmds if not arb_busy and not failed else None, cmd_fire,
-                          arb_busy, rd_valid, wr_ready)
+            self._observe(t, cmds, cmd_fire, rd_fire, wr_fire)
 
         # Errors, FINISH, deadlock, done.
         running = self.running
@@ -221,6 +205,23 @@ class Core:
         c["mem_busy"] += arb_busy
 
         # Clock edge.
+        if wr_ack:
+            mem.acked(t)
+            arb.writes -= 1
+        if rd_fire:
+            mem.read_beat(t)
+            if rd_last:
+                arb.tags.popleft()
+        if wr_fire:
+            mem.write_beat(t)
+        if grant is not None and cmd_fire[grant]:
+            c = cmds[grant]
+            mem.read_command(t, c[0], c[1], grant)
+            arb.tags.append(grant)
+            arb.ptr = (grant + 1) % 3
+        if cmd_fire[3]:
+            mem.write_command(t, *wcmd)
+            arb.writes += 1
         entry = (fetch.index, fetch.buf[0]) if fetch.dispatch is not None else None
         heads = (lq.head, cq.head, sq.head)
         fetch.update(go, cmd_fire[0], rd_valid[0], rd_last)
@@ -260,28 +261,24 @@ def _snapshot(self) -> tuple:
     fr, la, ca, w = f.reader, ld.active, cp.active, st.writer
     lr, cr = la.reader, ca.reader
     lq, cq, sq = self.queues
-    m = self.mem
+    m, arb = self.mem, self.arb
     return (self.running, self.done, self.fetch_err, self.mod_err, self.core_err,
-            self.finish_seen, m.state, m.beats_left, m.bursts, self.arb.busy,
-            f.fsm, f.index, len(f.buf), f.delivered, fr.fsm, fr.bs.beats_left, fr.cnt, fr.lane,
-            ld.fsm, ld.index, id(la), la.fsm, la.r, la.n, lr.fsm, lr.bs.beats_left, lr.cnt,
-            lr.lane,
-            cp.fsm, cp.index, id(ca), ca.fsm, ca.r, ca.n, cr.fsm, cr.bs.beats_left, cr.cnt,
-            cr.lane,
-            st.fsm, st.index, st.y, st.left, st.valid, w.fsm, w.beat, w.bs.beats_left, w.sub,
-            w.lane, w.left,
+            self.finish_seen, tuple(map(tuple, m.reads)), tuple(map(tuple, m.writes)),
+            tuple(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, tuple(arb.tags), arb.writes,
+            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
+            fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, la.n, lr.iw.left, lr.active,
+            lr.cnt, lr.lane, lr.left,
+            cp.fsm, cp.index, id(ca), ca.fsm, ca.r, ca.n, cr.iw.left, cr.active, cr.cnt,
+            cr.lane, cr.left,
+            st.fsm, st.index, st.left, st.valid, w.iw.left, w.active, w.pending, w.ahead, w.beat,
+            w.sub, w.lane, w.left,
             len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid, len(sq.inner),
             sq.head_valid, *self.tokens.count)
 
 
 def _next_event(self, t: int) -> int:
     """The first cycle ≥ ``t`` in which a time comparison of some block changes its outputs."""
-    nxt = []
-    m = self.mem
-    if m.state in (1, 2):          # READ / WRITE: data from next_at on
-        nxt.append(m.next_at)
-    elif m.state == 3:
-        nxt.append(m.ack_at)
+    nxt = self.mem.next_times()
     run = self.compute.run
     if run is not None and self.compute.fsm == 2:
         nxt += (run.err_at, run.busy_end + 1, run.done_lo, run.done_hi + 1)
@@ -303,22 +300,23 @@ def _skip(self, until: int) -> None:
     c["compute_stall"] += compute.blocked * n
     c["store_busy"] += ((not store.idle) or store.pop) * n
     c["store_stall"] += store.blocked * n
-    c["mem_busy"] += self.arb.busy * n
+    c["mem_busy"] += (not self.arb.idle) * n
     run = compute.run
     if run is not None:
         c["gemm_uops" if run.gemm else "alu_uops"] += run.done_pulses(t, until)
     if self.tracing:
-        waiting, idle_owner = self._last_wait
+        waiting, idle = self._last_wait
         for i in waiting:
             self.mem_wait[_CLIENTS[i]][0] += n
-        if idle_owner is not None:
-            self.mem_wait[_CLIENTS[idle_owner]][1] += n
+        for i in idle:
+            self.mem_wait[_CLIENTS[i]][1] += n
     self.t = until
 
 
-#: Cycles into a burst's beats (after its first beat) at which :class:`PeriodSkipper` looks
-#: for a period inside the burst (one beat or element, up to 4 elements per beat).
-_STREAM_OFFSETS = frozenset((1, 2, 3, 5))
+#: Beats into a burst (after the beat that moved) at which :class:`PeriodSkipper` looks for a
+#: period: after the first beat, over whole bursts (as they drain); after the next few, inside
+#: the burst (one beat or element, up to 4 elements per beat).
+_STREAM_OFFSETS = {1: 0, 2: 4, 3: 4, 5: 4}
 #: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD): observed every 4th.
 _PADDING = (2, 3, 5)
 
@@ -334,15 +332,20 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     periods = PeriodSkipper(self) if fast and not self.tracing else None
     self.periods = periods
     bursts = mem.bursts
+    rbeats = wbeats = 0
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
         step()
         if periods is not None:
             if mem.bursts != bursts:
-                kind = 1                    # a grant
-            elif mem.state in (1, 2) and self.t - mem.next_at in _STREAM_OFFSETS:
-                kind = 0                    # one of a burst's first beats
+                kind = 1                    # a command handed to the memory
+            elif mem.read_beats != rbeats and mem.reads and \
+                    mem.reads[0][2] - mem.reads[0][0] in _STREAM_OFFSETS:
+                kind = _STREAM_OFFSETS[mem.reads[0][2] - mem.reads[0][0]]   # 0 or 4
+            elif mem.write_beats != wbeats and mem.writes and \
+                    mem.writes[0][2] - mem.writes[0][0] in _STREAM_OFFSETS:
+                kind = 3 + _STREAM_OFFSETS[mem.writes[0][2] - mem.writes[0][0]] // 2  # 3 or 5
             else:                           # or writing padding zeros
                 la, ca = self.load.active, self.compute.active
                 kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
@@ -352,7 +355,9 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 bursts = mem.bursts
                 if jumped:
                     prev = None
+                    rbeats, wbeats = mem.read_beats, mem.write_beats
                     continue
+            rbeats, wbeats = mem.read_beats, mem.write_beats
         if fast:
             snap = self.snapshot()
             if snap == prev:
@@ -377,27 +382,26 @@ def _enable_trace(self) -> None:
     #: per client: cycles with a command waiting for the port, and cycles owning the port
     #: without a beat moving (latency, ack)
     self.mem_wait = {name: [0, 0] for name in ("fetch", "load", "compute", "store")}
-    self._last_wait = (None, None)
+    self._last_wait = ((), ())
 
 
 _CLIENTS = ("fetch", "load", "compute", "store")
 
 
-def _observe(self, t, cmds, cmd_fire, arb_busy, rd_valid, wr_ready) -> None:
-    waiting = None
-    if cmds is not None:
-        waiting = [i for i, c in enumerate(cmds) if c is not None and not cmd_fire[i]]
-    elif arb_busy:
-        pend = (self.fetch.reader.fsm == 1 and self.fetch.issue_ok(), self.load.cmd(),
-                self.compute.cmd(), self.store.cmd())
-        waiting = [i for i, c in enumerate(pend) if c and i != self.arb.grant]
-    for i in waiting or ():
+def _observe(self, t, cmds, cmd_fire, rd_fire, wr_fire) -> None:
+    pend = (self.fetch.cmd(), self.load.cmd(), self.compute.cmd(), self.store.cmd())
+    waiting = [i for i, c in enumerate(pend) if c is not None and not cmd_fire[i]]
+    for i in waiting:
         self.mem_wait[_CLIENTS[i]][0] += 1
-    idle_owner = None
-    if arb_busy and not any(rd_valid) and not (wr_ready and self.store.wr_valid()):
-        idle_owner = self.arb.grant
-        self.mem_wait[_CLIENTS[idle_owner]][1] += 1
-    self._last_wait = (waiting or (), idle_owner)
+    # Clients with a burst in flight none of whose beats moves in this cycle.
+    idle = set(self.arb.tags)
+    if rd_fire:
+        idle.discard(self.arb.tags[0])
+    if self.arb.writes and not wr_fire:
+        idle.add(3)
+    for i in idle:
+        self.mem_wait[_CLIENTS[i]][1] += 1
+    self._last_wait = (tuple(waiting), tuple(idle))
     for mod in self.modules:
         self._span(mod.name, mod.blocked, t, self.blocked_spans[mod.name])
     self._span("fetch", self.fetch.stall, t, self.fetch_stall_spans)

@@ -23,8 +23,8 @@ def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
 
 class FetchModule:
     """``hw.fetch.FetchModule``: ``start`` in *c* → the reader offers its first burst in
-    *c* + 1. Instructions enter a buffer of 2P entries; a burst is requested only while it
-    holds at most P. An instruction written into the buffer in *t* can be dispatched from
+    *c* + 1. Instructions enter a buffer of 2P entries; a burst is requested (ahead of the
+    data) only while the level plus P per burst in flight plus P fit in 2P. An instruction written into the buffer in *t* can be dispatched from
     *t* + 1, one per cycle, stalling while its command queue is full (head-of-line). Field
     errors are raised when the instruction reaches the dispatch point; fetch then stops.
     """
@@ -40,6 +40,7 @@ class FetchModule:
         self.index = 0
         self.buf = deque()
         self.delivered = 0       # elements the reader has delivered so far
+        self.inflight = 0        # bursts requested and not complete
         # combinational outputs of the current cycle
         self.busy = self.stall = self.quiet = self.all_dispatched = False
         self.err = 0
@@ -47,7 +48,13 @@ class FetchModule:
         self.dispatch = None     # the queue number written this cycle, or None
 
     def issue_ok(self) -> bool:
-        return self.running and len(self.buf) <= self.depth - self.per
+        return self.running and len(self.buf) + self.inflight * self.per <= self.depth - self.per
+
+    def cmd(self):
+        return self.reader.cmd(self.issue_ok())
+
+    def rd_ready(self) -> bool:
+        return self.reader.rd_ready(True)
 
     def comb(self, start: bool, halt: bool, q_rdy, dram_size: int) -> None:
         self.busy = self.stall = self.quiet = self.all_dispatched = False
@@ -78,7 +85,12 @@ class FetchModule:
         out_valid = reader.out_valid(rd_valid)
         fsm = self.fsm
         rstart = fsm == F_IDLE and start and self.insn_count != 0 and not self.err
-        reader.update(rstart, self.insn_addr, self.insn_count, cmd_fire, rd_valid, rd_last)
+        if rd_valid and rd_last and reader.rd_ready(True):
+            self.inflight -= 1
+        if cmd_fire:
+            self.inflight += 1
+        if rstart or cmd_fire or rd_valid:
+            reader.update(rstart, self.insn_addr, self.insn_count, 1, 0, cmd_fire, rd_valid, True)
         popped = None
         if self.dispatch is not None:
             popped = self.buf.popleft()

@@ -34,13 +34,10 @@ class LoadModule(ModuleBase):
         self.start = None         # loader started this cycle
 
     def cmd(self):
-        r = self.active.reader
-        if r.fsm == 1:
-            return r.bs.cur_beat * r.bb, r.bs.burst()
-        return None
+        return self.active.cmd()
 
     def rd_ready(self) -> bool:
-        return self.active.reader.rd_ready()
+        return self.active.rd_ready()
 
     def comb(self, t: int, head_valid: bool, head, halt: bool, g2l_avail: bool) -> None:
         self.clear()

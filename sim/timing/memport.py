@@ -1,4 +1,4 @@
-"""The memory port: the deterministic memory model behind it and the fixed-priority arbiter.
+"""The memory port: the deterministic memory model behind it and the round-robin arbiter.
 
 Twin of ``hw/memport.py`` (``MemArbiter``) and ``hw/memmodel.py`` (``MemoryModel`` without
 backpressure), timing only: the data moves through :mod:`sim.functional`'s semantics.
@@ -6,14 +6,14 @@ backpressure), timing only: the data moves through :mod:`sim.functional`'s seman
 
 from __future__ import annotations
 
+from collections import deque
+
 from isa.config import VTAConfig
 
 __all__ = ["MemoryTiming", "MemArbiter", "MemoryViolation", "CLIENTS"]
 
-#: Arbiter inputs in priority order (index 0 wins), as in ``hw.memport.CLIENTS``.
+#: The memory clients, as in ``hw.memport.CLIENTS`` (the first three read, the store writes).
 CLIENTS = ("fetch", "load", "compute", "store")
-
-IDLE, READ, WRITE, ACK = range(4)
 
 
 class MemoryViolation(AssertionError):
@@ -21,28 +21,35 @@ class MemoryViolation(AssertionError):
 
 
 class MemoryTiming:
-    """``hw.memmodel.MemoryModel``: for a command handshake in cycle *t*,
-
-    * read: beat *i* is offered from *t* + ``latency`` + *i* on, one per cycle while accepted;
-      idle again in the cycle after the last beat's handshake;
-    * write: ``wr_ready`` from *t* + 1; the last beat accepted in *u* → ``wr_ack`` in
-      *u* + ``latency``, idle from *u* + ``latency`` + 1;
-    * ``cmd_ready`` exactly when idle.
+    """``hw.memmodel.MemoryModel`` (latency ``LAT``, ``N`` bursts in flight per direction, a
+    beat every ``K`` cycles): a read burst accepted in *t* may deliver from *t* + LAT, bursts
+    in order, one beat per handshake; the oldest write burst takes beats from its *t* + 1, and
+    its last beat in *u* → ``wr_ack`` in *u* + LAT; after any beat in *c* the next moves from
+    *c* + K (K > 1: on a conflict the channel that did not move last goes). ``rcmd_ready``
+    while fewer than N reads are in flight, ``wcmd_ready`` while fewer than N writes are
+    unacknowledged.
     """
 
     def __init__(self, cfg: VTAConfig, dram_size: int):
         self.latency = cfg.mem_latency
+        self.n = cfg.mem_outstanding
+        self.k = cfg.mem_beat_interval
         self.bb = cfg.bus_bytes
         self.mb = cfg.max_burst_beats
         self.dram_size = dram_size
-        self.state = IDLE
-        self.beats_left = 0
-        self.next_at = 0
-        self.ack_at = -1
+        self.reads = deque()      # [beats left, first cycle, beats] per read burst in flight
+        self.writes = deque()     # the same per write burst still taking data
+        self.acks = deque()       # cycle of each pending wr_ack
+        self.slot = 0
+        self.write_turn = False
         self.bursts = 0
         self.read_beats = 0
         self.write_beats = 0
-        self.log = None     # list of (cycle, write, addr, beats, client) when tracing
+        self.read_done = 0        # bursts completed
+        self.write_done = 0
+        self.log = None     # list of [cycle, write, addr, beats, client, end] when tracing
+        self._open = deque()    # tracing: log entries of bursts in flight (reads, then writes)
+        self._open_w = deque()
 
     def check(self, addr: int, beats: int, write: bool) -> None:
         bb = self.bb
@@ -60,54 +67,165 @@ class MemoryTiming:
                                   f"boundary")
 
     # outputs in cycle t
-    def rd_valid(self, t: int) -> bool:
-        return self.state == READ and t >= self.next_at
+    def channels(self, t: int) -> tuple[bool, bool]:
+        """(``rd_valid``, ``wr_ready``) in cycle ``t``."""
+        reads, writes = self.reads, self.writes
+        rd = bool(reads) and t >= reads[0][1] and t >= self.slot
+        wr = bool(writes) and t >= writes[0][1] and t >= self.slot
+        if rd and wr and self.k > 1:
+            return not self.write_turn, self.write_turn
+        return rd, wr
 
-    def wr_ready(self, t: int) -> bool:
-        return self.state == WRITE and t >= self.next_at
+    def rcmd_ready(self) -> bool:
+        return len(self.reads) < self.n
+
+    def wcmd_ready(self) -> bool:
+        return len(self.writes) + len(self.acks) < self.n
 
     def wr_ack(self, t: int) -> bool:
-        return self.state == ACK and t == self.ack_at
+        return bool(self.acks) and self.acks[0] == t
 
-    def command(self, t: int, addr: int, beats: int, write: bool, client: int = 0) -> None:
-        self.check(addr, beats, write)
+    # the clock edge
+    def read_command(self, t: int, addr: int, beats: int, client: int = 0) -> None:
+        self.check(addr, beats, False)
         self.bursts += 1
+        self.reads.append([beats, t + self.latency, beats])
         if self.log is not None:
-            self.log.append([t, write, addr, beats, client, None])
-        self.beats_left = beats
-        self.state = WRITE if write else READ
-        self.next_at = t + 1 if write else t + self.latency
+            entry = [t, False, addr, beats, client, None]
+            self.log.append(entry)
+            self._open.append(entry)
+
+    def write_command(self, t: int, addr: int, beats: int) -> None:
+        self.check(addr, beats, True)
+        self.bursts += 1
+        self.writes.append([beats, t + 1, beats])
+        if self.log is not None:
+            entry = [t, True, addr, beats, 3, None]
+            self.log.append(entry)
+            self._open_w.append(entry)
 
     def read_beat(self, t: int) -> None:
         self.read_beats += 1
-        self.beats_left -= 1
-        if self.beats_left == 0:
-            self.state = IDLE
+        head = self.reads[0]
+        head[0] -= 1
+        if head[0] == 0:
+            self.reads.popleft()
+            self.read_done += 1
             if self.log is not None:
-                self.log[-1][5] = t + 1
+                self._open.popleft()[5] = t + 1
+        self.slot = t + self.k
+        self.write_turn = True
 
     def write_beat(self, t: int) -> None:
         self.write_beats += 1
-        self.beats_left -= 1
-        if self.beats_left == 0:
-            self.state = ACK
-            self.ack_at = t + self.latency
+        head = self.writes[0]
+        head[0] -= 1
+        if head[0] == 0:
+            self.writes.popleft()
+            self.write_done += 1
+            self.acks.append(t + self.latency)
+        self.slot = t + self.k
+        self.write_turn = False
 
     def acked(self, t: int) -> None:
-        self.state = IDLE
+        self.acks.popleft()
         if self.log is not None:
-            self.log[-1][5] = t + 1
+            self._open_w.popleft()[5] = t + 1
+
+    def state(self, t: int, tags) -> tuple:
+        """For :class:`~sim.timing.period.PeriodSkipper`: (exact, counting). Times are relative
+        to ``t`` (times already passed are all alike: clamped to 0). Each queue is its head
+        (the beats it has left: counting) and runs of equal bursts behind it (the first run's
+        length: counting); ``tags`` (the arbiter's client numbers) go with the reads."""
+        ex, cnt = [tuple(a - t for a in self.acks), max(self.slot - t, 0), self.write_turn], []
+        for q, who in ((self.reads, tags), (self.writes, None)):
+            if not q:
+                ex.append(None)
+                cnt += (0, 0)
+                continue
+            runs = []
+            for i, (b, f, n) in enumerate(q):
+                key = (b if i else n, max(f - t, 0), n, who[i] if who else 3)
+                if i > 1 and runs[-1][0] == key:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([key, 1])
+            ex.append((runs[0][0], len(runs), runs[1][0] if len(runs) > 1 else None,
+                       tuple((k, c) for k, c in runs[2:])))
+            cnt += (q[0][0], runs[1][1] if len(runs) > 1 else 0)
+        return tuple(ex), cnt
+
+    def set_state(self, t: int, counts, tags) -> None:
+        """Set what :meth:`state` counts (a jump, before :meth:`shift`): the heads' beats left
+        and the first runs' lengths (repeating the run's first burst)."""
+        head_r, run_r, head_w, run_w = counts
+        for q, head, run, who in ((self.reads, head_r, run_r, tags),
+                                  (self.writes, head_w, run_w, None)):
+            if not q:
+                continue
+            q[0][0] = head
+            if len(q) == 1:
+                continue
+
+            def key(i):
+                b, f, n = q[i]
+                return b, max(f - t, 0), n, who[i] if who is not None else 3
+            first = key(1)
+            n = 1
+            while n + 1 < len(q) and key(n + 1) == first:
+                n += 1
+            entry, tag = list(q[1]), who[1] if who is not None else None
+            for _ in range(n):
+                del q[1]
+                if who is not None:
+                    del who[1]
+            for _ in range(run):
+                q.insert(1, list(entry))
+                if who is not None:
+                    who.insert(1, tag)
+
+    def shift(self, dt: int) -> None:
+        """Move every time by ``dt`` (a jump over repeated periods)."""
+        for q in (self.reads, self.writes):
+            for e in q:
+                e[1] += dt
+        self.acks = deque(a + dt for a in self.acks)
+        self.slot += dt
+
+    def next_times(self) -> list:
+        out = [self.slot]
+        if self.reads:
+            out.append(self.reads[0][1])
+        if self.writes:
+            out.append(self.writes[0][1])
+        if self.acks:
+            out.append(self.acks[0])
+        return out
 
 
 class MemArbiter:
-    """``hw.memport.MemArbiter``: grant-and-hold, fixed priority fetch > load > compute > store.
-
-    With no burst outstanding and ``halt`` low, the highest-priority client with a command is
-    connected combinationally (zero added latency); it owns the port until its last read beat
-    or its ``wr_ack``. One burst at a time; ``busy`` is the ``mem_busy`` counter's event.
+    """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute
+    (``ptr``: the client served first; after a grant the next one), at most
+    ``mem_outstanding`` read bursts in flight; the granted client's number is queued and the
+    ``rd`` beats go to the head of the queue. The store's writes pass straight through;
+    ``writes`` counts them until their ``wr_ack``. Nothing is granted while halted.
     """
 
-    def __init__(self):
-        self.busy = False
-        self.grant = 0
-        self.is_write = False
+    def __init__(self, cfg: VTAConfig):
+        self.n = cfg.mem_outstanding
+        self.ptr = 0
+        self.tags = deque()
+        self.writes = 0
+
+    @property
+    def idle(self) -> bool:
+        return not self.tags and not self.writes
+
+    def pick(self, cmds) -> int | None:
+        """The client granted among ``cmds`` (one per read client, None = no request)."""
+        n = len(cmds)
+        for j in range(n):
+            i = (self.ptr + j) % n
+            if cmds[i] is not None:
+                return i
+        return None

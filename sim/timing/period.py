@@ -69,7 +69,7 @@ class PeriodSkipper:
         cfg = core.cfg
         self.mb = cfg.max_burst_beats
         self.block = cfg.max_burst_beats * cfg.bus_bytes
-        self.burst_cuts = tuple(range(self.mb + 1))
+        self.burst_cuts = tuple(range(self.mb + 2))
         self.loaders = (core.load.inp, core.load.wgt, *core.compute.loaders)
         self.seen = {}
         #: tests: check every jump against a copy of the core stepped cycle by cycle
@@ -80,69 +80,71 @@ class PeriodSkipper:
     # ------------------------------------------------------------------ the state
     def exact(self, ident=id) -> tuple:
         """Every register that must repeat exactly (``ident``: how an instruction's fields
-        and a GEMM/ALU run are told apart)."""
+        and a GEMM/ALU run are told apart). The memory's state counts times relative to
+        the cycle."""
         core = self.core
-        m, f, cp, st = core.mem, core.fetch, core.compute, core.store
+        m, f, cp, st, arb = core.mem, core.fetch, core.compute, core.store, core.arb
         fr, w = f.reader, st.writer
         mb = self.mb
         key = [core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
-               m.state, core.arb.busy, core.arb.grant, core.arb.is_write,
-               f.fsm, f.running, f.index, len(f.buf), f.delivered,
-               fr.fsm, fr.cnt, fr.lane, fr.left, fr.bs.cur_beat, fr.bs.beats_left,
+               m.state(core.t, arb.tags)[0], arb.ptr,
+               f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
+               fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
                core.load.fsm, core.load.index, core.load.active is core.load.wgt,
                cp.fsm, cp.index, ident(cp.run), cp.loaders.index(cp.active),
-               st.fsm, st.index, st.valid, w.fsm, w.blen, w.lane, w.bs.cur_beat % mb]
+               st.fsm, st.index, st.valid, w.active, w.sub, w.lane,
+               w.iw.cur % mb, w.dw.cur % mb]
         for q in core.queues:
             key += (len(q.inner), q.head_valid, q.head[0] if q.head is not None else None,
                     q.inner[0][0] if q.inner else None)
         for ld in self.loaders:
             r = ld.reader
-            key += (ld.fsm, ident(ld.f), r.fsm, r.lane, r.bs.cur_beat % mb)
+            key += (ld.fsm, ident(ld.f), r.active, r.cnt, r.lane, r.iw.cur % mb)
         return tuple(key)
 
     def counting(self) -> list:
-        """The counting registers (times relative to ``t``), in :meth:`_apply`'s order."""
+        """The counting registers, in :meth:`_apply`'s order."""
         out = []
         for ld in self.loaders:
-            r = ld.reader
-            out += (ld.r, ld.n, ld.row_dram, ld.writes, r.left, r.cnt, r.bs.cur_beat,
-                    r.bs.beats_left)
+            r, iw = ld.reader, ld.reader.iw
+            out += (ld.r, ld.n, ld.writes, r.left, r.drow, r.drows_left,
+                    iw.cur, iw.left, iw.row, iw.rows_left)
         core = self.core
         st = core.store
         w = st.writer
         m = core.mem
-        t = core.t
-        out += (st.y, st.left, st.row_dram, w.left, w.sub, w.beat, w.bs.cur_beat,
-                w.bs.beats_left,
-                m.bursts, m.read_beats, m.write_beats, m.beats_left,
-                m.next_at - t if m.state in (1, 2) else 0, m.ack_at - t if m.state == 3 else 0)
+        out += (st.left, w.left, w.beat, w.pending, w.ahead, core.arb.writes)
+        for wk in (w.iw, w.dw):
+            out += (wk.cur, wk.left, wk.row, wk.rows_left)
+        out += m.state(core.t, core.arb.tags)[1]
+        out += (m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done)
         out += core.counters.values()
         return out
 
     def _apply(self, vals, t: int) -> None:
         it = iter(vals)
         for ld in self.loaders:
-            r = ld.reader
-            ld.r, ld.n, ld.row_dram, ld.writes = next(it), next(it), next(it), next(it)
-            r.left, r.cnt, r.bs.cur_beat, r.bs.beats_left = next(it), next(it), next(it), next(it)
+            r, iw = ld.reader, ld.reader.iw
+            ld.r, ld.n, ld.writes = next(it), next(it), next(it)
+            r.left, r.drow, r.drows_left = next(it), next(it), next(it)
+            iw.cur, iw.left, iw.row, iw.rows_left = next(it), next(it), next(it), next(it)
         core = self.core
         st = core.store
         w = st.writer
         m = core.mem
-        st.y, st.left, st.row_dram = next(it), next(it), next(it)
-        w.left, w.sub, w.beat, w.bs.cur_beat, w.bs.beats_left = (next(it), next(it), next(it),
-                                                                  next(it), next(it))
-        m.bursts, m.read_beats, m.write_beats, m.beats_left = next(it), next(it), next(it), next(it)
-        rel_next, rel_ack = next(it), next(it)
-        if m.state in (1, 2):
-            m.next_at = rel_next + t
-        elif m.state == 3:
-            m.ack_at = rel_ack + t
+        st.left, w.left, w.beat = next(it), next(it), next(it)
+        w.pending, w.ahead, core.arb.writes = next(it), next(it), next(it)
+        for wk in (w.iw, w.dw):
+            wk.cur, wk.left, wk.row, wk.rows_left = next(it), next(it), next(it), next(it)
+        m.set_state(core.t, [next(it) for _ in range(4)], core.arb.tags)
+        m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done = \
+            next(it), next(it), next(it), next(it), next(it)
         c = core.counters
         for k in c:
             c[k] = next(it)
+        m.shift(t - core.t)
         core.t = t
 
     # ------------------------------------------------------------------ the jump
@@ -168,6 +170,38 @@ class PeriodSkipper:
             del hist[0]
         return False
 
+    def _walker(self, v0, v1, d, i: int, m: int) -> int:
+        """Limit ``m`` for a burst walker's (cur, left, row, rows_left) at ``i``; -1: no."""
+        dcur, dleft, drow, drows = d[i:i + 4]
+        if drows:               # rows change: the row's beats are assigned, so they repeat
+            if dleft or drow % self.block:
+                return -1
+            m = _limit(v0[i + 3], v1[i + 3], drows, (0, 1), m)
+        elif dleft:         # left < room, left == burst, left != 0 (room: mb − cur mod mb)
+            m = _limit(v0[i + 1], v1[i + 1], dleft, self.burst_cuts, m)
+        return m
+
+    def _memory(self, v0, v1, d, i: int, m: int) -> int:
+        """Limit ``m`` for the memory's heads and first runs (see ``MemoryTiming.state``)."""
+        if m < 1:
+            return m
+        mem, n = self.core.mem, self.core.cfg.mem_outstanding
+        dhr, drr, dhw, drw = d[i:i + 4]
+        drdone, dwdone = d[i + 7], d[i + 8]
+        for dh, dr, ddone, h, q, acks in ((dhr, drr, drdone, i, mem.reads, 0),
+                                          (dhw, drw, dwdone, i + 2, mem.writes,
+                                           len(mem.acks))):
+            if dh:              # a head counting down: no burst may end in the period
+                if ddone:
+                    return -1
+                m = _limit(v0[h], v1[h], dh, (1, 2), m)
+            if dr:              # a run shrinking or growing: bursts end, heads repeat
+                if dh:
+                    return -1
+                others = len(q) - 1 - v1[h + 1] + acks
+                m = _limit(v0[h + 1], v1[h + 1], dr, (1, n - 1 - others), m)
+        return m
+
     def _jump(self, t0, v0, t1, v1, max_cycles) -> bool:
         core = self.core
         period = t1 - t0
@@ -176,61 +210,54 @@ class PeriodSkipper:
             return False
         d = [b - a for a, b in zip(v0, v1)]
         i = 0
+        bb = core.cfg.bus_bytes
         for ld in self.loaders:
-            dr, dn, drd, _, dl, dcnt, _, dbl = d[i:i + 8]
-            if dr or dn or dl or dcnt or dbl:
-                if ld.f is None:
-                    return False
-                if (dr or dn) and dcnt:
-                    return False    # the beat counter wrapped (an element completed)
-                if dr:          # rows change: the element counters must repeat exactly
-                    if dn or dl or dcnt or dbl or (drd * ld.eb) % self.block:
-                        return False
-                    f = ld.f
-                    m = _limit(v0[i], v1[i], dr, (f["y_pad_0"], f["y_pad_0"] + f["y_size"],
-                                                  f["rows"], f["rows"] + 1), m)
+            dr, dn, _, dl, ddrow, ddrows = d[i:i + 6]
+            if (dr or dn or dl or ddrow or ddrows) and ld.f is None:
+                return False
+            if dr:          # loader rows change: n is assigned, it must repeat
                 if dn:
-                    m = _limit(v0[i + 1], v1[i + 1], dn, (1, 2), m)
-                if dl:
-                    m = _limit(v0[i + 4], v1[i + 4], dl, (0, 1, 2), m)
-                if dcnt:
-                    k = ld.reader.k
-                    m = _limit(v0[i + 5], v1[i + 5], dcnt, (k - 1, k), m)
-                if dbl:
-                    m = _limit(v0[i + 7], v1[i + 7], dbl, self.burst_cuts, m)
-                if m < 1:
                     return False
-            i += 8
-        st = core.store
-        w = st.writer
-        dy, dleft, drd, dwl, dsub, dbeat, _, dwb, dbursts, _, _, dmbl, dnext, dack = \
-            d[i:i + 14]
-        if dbursts and (dmbl or dnext or dack or dbeat):
-            return False        # a grant assigns these: they must repeat exactly
-        if dy or dleft or dwl or dsub or dbeat or dwb:
-            if st.d is None or ((dy or dleft) and dsub):
-                return False        # no row; or the writer's beat counter wrapped
-            if dy:
-                if dleft or dwl or dsub or dbeat or dwb or (drd * st.eb) % self.block:
+                f = ld.f
+                m = _limit(v0[i], v1[i], dr, (f["y_pad_0"], f["y_pad_0"] + f["y_size"],
+                                              f["rows"], f["rows"] + 1), m)
+            elif dn:
+                m = _limit(v0[i + 1], v1[i + 1], dn, (1, 2), m)
+            if ddrows:      # data rows change: the element count is assigned
+                if dl or ddrow % bb:
                     return False
-                ys = st.d.f["y_size"]
-                m = _limit(v0[i], v1[i], dy, (ys - 1, ys), m)
-            if dleft:
-                m = _limit(v0[i + 1], v1[i + 1], dleft, (0, 1), m)
-            if dwl:
-                m = _limit(v0[i + 3], v1[i + 3], dwl, (0, 1, 2), m)
-            if dsub:
-                m = _limit(v0[i + 4], v1[i + 4], dsub, (w.k - 1, w.k), m)
-            if dbeat:
-                m = _limit(v0[i + 5], v1[i + 5], dbeat, (w.blen, w.blen + 1), m)
-            if dwb:
-                m = _limit(v0[i + 7], v1[i + 7], dwb, self.burst_cuts, m)
-        if dmbl:
-            m = _limit(v0[i + 11], v1[i + 11], dmbl, (0, 1, 2), m)
-        if dnext:
-            m = _limit(v0[i + 12], v1[i + 12], dnext, (0, 1), m)
-        if dack:
-            m = _limit(v0[i + 13], v1[i + 13], dack, (0, 1), m)
+                m = _limit(v0[i + 5], v1[i + 5], ddrows, (0, 1), m)
+            elif dl:
+                m = _limit(v0[i + 3], v1[i + 3], dl, (0, 1, 2), m)
+            m = self._walker(v0, v1, d, i + 6, m)
+            if m < 1:
+                return False
+            i += 10
+        dst_left, dw_left, dbeat, dpend, dahead, dwrites = d[i:i + 6]
+        if dst_left:
+            m = _limit(v0[i], v1[i], dst_left, (0, 1), m)
+        n = core.cfg.mem_outstanding
+        if dpend:               # write bursts unacknowledged: != 0, != N
+            m = _limit(v0[i + 3], v1[i + 3], dpend, (1, n), m)
+        if dahead:
+            m = _limit(v0[i + 4], v1[i + 4], dahead, (1,), m)
+        if dwrites:
+            m = _limit(v0[i + 5], v1[i + 5], dwrites, (1,), m)
+        m = self._walker(v0, v1, d, i + 6, m)
+        if m < 1:
+            return False
+        dcur, dleft, _, drows = d[i + 10:i + 14]
+        if dw_left:
+            if drows:
+                return False
+            m = _limit(v0[i + 1], v1[i + 1], dw_left, (0, 1, 2), m)
+        if dbeat:           # no burst may end inside the period (the beat count restarts)
+            if dcur or dleft or drows:
+                return False
+            b = core.store.writer.dw.burst()     # the burst does not change: beat == b − 1
+            m = _limit(v0[i + 2], v1[i + 2], dbeat, (b - 1, b), m)
+        m = self._walker(v0, v1, d, i + 10, m)
+        m = self._memory(v0, v1, d, i + 14, m)
         run = core.compute.run
         if run is not None:
             for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections import deque
 
+from isa.arch import TOKEN_QUEUES  # (name, producer, consumer), in the hardware's order
 from isa.config import VTAConfig
 
 __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
-#: (name, producer, consumer), in the order of ``hw.queues.TOKEN_QUEUES``.
-TOKEN_QUEUES = (("l2g", "load", "compute"), ("g2l", "compute", "load"),
-                ("g2s", "compute", "store"), ("s2g", "store", "compute"))
 
 
 class CommandQueue:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional import FunctionalSimulator, alu_op
+from isa.encoding import Gemm
+from sim.functional import FunctionalSimulator, alu_op, first_bad_uop
 
 __all__ = ["FastSemantics"]
 
@@ -29,53 +30,58 @@ _EXACT_TERMS = 1 << 10
 
 
 class FastSemantics(FunctionalSimulator):
-    """``FunctionalSimulator`` with an exact float GEMM (see the module)."""
+    """``FunctionalSimulator`` with an exact float GEMM (see the module), applied to each chunk
+    of micro-op executions (:meth:`FunctionalSimulator._uop_chunks`: memory stays bounded
+    whatever the loop extents)."""
 
-    _last_uops = None
-
-    def _uop_indices(self, insn):
-        """The reference's, remembered for the last instruction (the cycle model asks for
-        them when a GEMM/ALU starts, to find its first bad index, and again to execute it)."""
-        key = (insn, self.uop[insn.uop_bgn:insn.uop_end].tobytes()) \
-            if insn.uop_end <= self.cfg.uop_depth else None
-        if key is not None and self._last_uops is not None and self._last_uops[0] == key:
-            return self._last_uops[1]
-        out = super()._uop_indices(insn)
-        for a in out:
-            a.flags.writeable = False
-        if key is not None:
-            self._last_uops = (key, out)
-        return out
+    def first_bad(self, insn) -> int | None:
+        """The first micro-op execution (in loop order) with an index past its buffer, or
+        None: where the hardware stops with SRAM_RANGE (found from the loop bounds)."""
+        cfg = self.cfg
+        limits = [cfg.acc_depth, None, None]
+        if isinstance(insn, Gemm):
+            if not insn.reset:
+                limits = [cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth]
+        elif not insn.use_imm:
+            limits[1] = cfg.acc_depth
+        return first_bad_uop(insn, self._uop_bases(insn), limits)
 
     def _alu(self, insn) -> None:
-        """An ALU with an immediate and no repeated destination is one vectorised operation
-        (what the reference does after finding a single hazard-free segment)."""
+        """A chunk of an ALU with an immediate and no repeated destination is one vectorised
+        operation (what the reference does after finding a single hazard-free segment)."""
         if not insn.use_imm:
             return super()._alu(insn)
-        dst, _, _ = self._uop_indices(insn)
-        self._check_index(dst, self.cfg.acc_depth, "dst", "ALU")
+        bases = self._check_ranges(insn)
         seen = np.zeros(self.cfg.acc_depth, bool)
-        seen[dst] = True
-        if np.count_nonzero(seen) != dst.size:
-            return super()._alu(insn)
-        self.acc[dst] = alu_op(insn.alu_opcode, self.acc[dst].astype(np.int64),
-                               np.int64(insn.imm))
-        self.counters["alu_counter"] += dst.size
+        total = 0
+        for dst, src, _ in self._uop_chunks(insn, bases):
+            seen[:] = False
+            seen[dst] = True
+            if np.count_nonzero(seen) != dst.size:
+                self._alu_chunk(insn, dst, src)
+            else:
+                self.acc[dst] = alu_op(insn.alu_opcode, self.acc[dst].astype(np.int64),
+                                       np.int64(insn.imm))
+            total += dst.size
+        self.counters["alu_counter"] += total
 
     def _gemm(self, insn) -> None:
-        cfg = self.cfg
         if insn.reset:
             return super()._gemm(insn)
-        dst, src, wgt = self._uop_indices(insn)
-        self._check_index(dst, cfg.acc_depth, "dst", "GEMM")
-        self._check_index(src, cfg.inp_depth, "src", "GEMM")
-        self._check_index(wgt, cfg.wgt_depth, "wgt", "GEMM")
-        nu = insn.uop_end - insn.uop_bgn
-        shape = (insn.iter_out, insn.iter_in, nu)
-        if not (self._by_loops(insn, dst.reshape(shape), src.reshape(shape),
-                               wgt.reshape(shape)) or self._by_pairs(dst, src, wgt)):
-            return super()._gemm(insn)
-        self.counters["gemm_counter"] += dst.size
+        bases = self._check_ranges(insn)
+        nu, n_in = insn.uop_end - insn.uop_bgn, insn.iter_in
+        total = 0
+        for dst, src, wgt in self._uop_chunks(insn, bases):
+            # A chunk of whole outer iterations can go by loops (chunks hold whole ones
+            # whenever one outer iteration fits; a smaller chunk is never a multiple).
+            whole = dst.size % (n_in * nu) == 0
+            shape = (dst.size // (n_in * nu), n_in, nu)
+            if not ((whole and self._by_loops(insn, dst.reshape(shape), src.reshape(shape),
+                                              wgt.reshape(shape)))
+                    or self._by_pairs(dst, src, wgt)):
+                self._gemm_chunk(insn, dst, src, wgt)
+            total += dst.size
+        self.counters["gemm_counter"] += total
 
     def _by_loops(self, insn, dst, src, wgt) -> bool:
         """When each micro-op's weight row depends on the micro-op only (``wgt_factor_*`` = 0:

@@ -9,16 +9,16 @@ from .dma import DmaWriter
 
 __all__ = ["StoreModule"]
 
-IDLE, ROW, WAIT, RETIRE = range(4)
+IDLE, WAIT, RETIRE = range(3)
 
 
 class StoreModule(ModuleBase):
-    """``hw.store.StoreModule``: start in *s* (g2s token if ``pop_prev``), range checks; per
-    row one ROW cycle starts the :class:`DmaWriter` (``x_size`` elements at
-    ``dram_base + y · x_stride``) and the OUT-buffer reader, WAIT until the writer's ``busy``
-    is low; one RETIRE cycle pushes s2g. ``x_size == 0`` or ``y_size == 0``: START, RETIRE.
-    The OUT reader keeps one registered element in front of the writer (the first element of
-    a row is there two cycles after ROW).
+    """``hw.store.StoreModule``: start in *s* (g2s token if ``pop_prev``), range checks, the
+    :class:`DmaWriter` started for all ``y_size`` rows (row *y* at ``dram_base + y · x_stride``)
+    and the OUT-buffer reader for the ``y_size · x_size`` dense elements; WAIT from *s* + 1
+    until the writer's ``busy`` is low; one RETIRE cycle pushes s2g. ``x_size == 0`` or
+    ``y_size == 0``: START, RETIRE. The OUT reader keeps one registered element in front of
+    the writer (the first is there in *s* + 2).
     """
 
     name = "store"
@@ -30,17 +30,12 @@ class StoreModule(ModuleBase):
         self.writer = DmaWriter(cfg, self.eb, 16)
         self.dram_size = dram_size
         self.execute = execute
-        self.y = 0
-        self.row_dram = 0
         self.left = 0
         self.valid = False
         self.go = False           # the instruction passes its checks this cycle
 
     def cmd(self):
-        w = self.writer
-        if w.fsm == 1:
-            return w.bs.cur_beat * w.bb, w.bs.burst()
-        return None
+        return self.writer.cmd()
 
     def wr_valid(self) -> bool:
         return self.writer.wr_valid(self.valid)
@@ -73,39 +68,33 @@ class StoreModule(ModuleBase):
     def update(self, t: int, head, cmd_fire: bool, wr_ready: bool, wr_ack: bool) -> None:
         fsm = self.fsm
         w = self.writer
-        row = fsm == ROW
+        start = fsm == IDLE and self.go and head[1].f["y_size"] != 0 and head[1].f["x_size"] != 0
         inp_ready = w.inp_ready(wr_ready)
         advance = not self.valid or inp_ready
         wbusy = w.busy
-        w.update(row, (self.row_dram * self.eb) & 0xFFFFFFFF, self.d.f["x_size"] if row else 0,
-                 cmd_fire, self.valid, wr_ready, wr_ack)
-        if row:
-            self.left = self.d.f["x_size"]
+        if start:
+            f = head[1].f
+            eb = self.eb
+            w.update(True, (f["dram_base"] * eb) & 0xFFFFFFFF, f["x_size"], f["y_size"],
+                     (f["x_stride"] * eb) & 0xFFFFFFFF, False, False, False, False)
+            self.left = f["x_size"] * f["y_size"]
             self.valid = False
-        elif advance:
-            self.valid = self.left != 0
-            if self.left:
-                self.left -= 1
+        else:
+            if wbusy:
+                w.update(False, 0, 0, 0, 0, cmd_fire, self.valid, wr_ready, wr_ack)
+            if advance:
+                self.valid = self.left != 0
+                if self.left:
+                    self.left -= 1
         if fsm == IDLE:
             if self.go:
                 self.index, self.d = head
                 self.started_at = t
-                f = self.d.f
-                self.y = 0
-                self.row_dram = f["dram_base"]
                 self.execute(self.d)
-                self.fsm = RETIRE if f["x_size"] == 0 or f["y_size"] == 0 else ROW
-        elif fsm == ROW:
-            self.fsm = WAIT
+                self.fsm = WAIT if start else RETIRE
         elif fsm == WAIT:
             if not wbusy:
-                f = self.d.f
-                if self.y == f["y_size"] - 1:
-                    self.fsm = RETIRE
-                else:
-                    self.y += 1
-                    self.row_dram += f["x_stride"]
-                    self.fsm = ROW
+                self.fsm = RETIRE
         else:
             self.retired(t)
             self.fsm = IDLE

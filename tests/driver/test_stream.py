@@ -32,13 +32,15 @@ def test_dependency_insertion_and_epilogue():
     assert [deps(i) for i in s.instructions] == ["....", "....", "...u", "P.U."]
     image = s.build_image()
     insns = decode_program(image.instruction_bytes, dev.config)
-    # The pending pop becomes a compute no-op; the epilogue adds store and load no-ops that
-    # push and a compute no-op that pops both; FINISH carries no pops.
+    # The original runtime's epilogue (reference §8.4): store and load no-ops push to compute;
+    # the pending compute pop becomes a no-op when the epilogue pops the same queue, then a
+    # compute no-op pops both; FINISH carries no pops. No-ops are encoded as the original's
+    # (STORE and compute LOAD with memory type UOP, load LOAD INP).
     tail = [(type(i).__name__, deps(i)) for i in insns[4:]]
-    assert tail == [("Load", ".p.."), ("Store", "..U."), ("Load", "...u"), ("Load", "Pp.."),
+    assert tail == [("Store", "..U."), ("Load", "...u"), ("Load", ".p.."), ("Load", "Pp.."),
                     ("Finish", "....")]
-    assert [insns[n].memory_type for n in (4, 5, 6, 7)] == [MemType.UOP, MemType.OUT,
-                                                            MemType.INP, MemType.UOP]
+    assert [insns[n].memory_type for n in (4, 5, 6, 7)] == [MemType.UOP, MemType.INP,
+                                                            MemType.UOP, MemType.UOP]
 
 
 def test_pop_twice_commits_a_noop_and_bad_queues_are_rejected():

@@ -1,4 +1,8 @@
-"""cocotb bench of the FPGA shell: AXI4-Lite registers (AxiLiteMaster) and AXI4 memory (AxiRam)."""
+"""cocotb bench of the FPGA shell: AXI4-Lite registers (AxiLiteMaster) and AXI4 memory (AxiRam).
+
+With back-pressure, every AXI channel of both interfaces pauses in pseudo-random cycles: on AR
+and AW the master waits to hand over commands, on R and B the answers come with random latency.
+"""
 
 import itertools
 import json
@@ -30,6 +34,8 @@ class ShellBench:
         self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
         self.bursts = []
         self.violations = []
+        self.in_flight = {"read": 0, "write": 0}
+        self.most = {"read": 0, "write": 0}
         if backpressure:
             for i, ch in enumerate((self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                                     self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
@@ -41,9 +47,19 @@ class ShellBench:
         cocotb.start_soon(self.watch_bursts())
 
     async def watch_bursts(self):
+        """Every burst, its 4 KiB rule, and the most transactions in flight per direction."""
         dut = self.dut
+
+        def fire(name):
+            return int(getattr(dut, f"m_axi__{name}valid").value) and \
+                int(getattr(dut, f"m_axi__{name}ready").value)
         while True:
             await RisingEdge(dut.clk)
+            fl = self.in_flight
+            fl["read"] += bool(fire("ar")) - bool(fire("r") and int(dut.m_axi__rlast.value))
+            fl["write"] += bool(fire("aw")) - bool(fire("b"))
+            for k in fl:
+                self.most[k] = max(self.most[k], fl[k])
             for ch in ("ar", "aw"):
                 if int(getattr(dut, f"m_axi__{ch}valid").value) and \
                         int(getattr(dut, f"m_axi__{ch}ready").value):
@@ -98,8 +114,11 @@ async def run_jobs(dut):
     await bench.reset()
     for job, image in zip(jobs, images):     # no reset between runs: launch again over AXI
         bench.bursts, bench.violations = [], []
+        bench.most = {"read": 0, "write": 0}
         out = await bench.run(image)
         out["violations"] = np.str_(json.dumps(bench.violations))
         out["max_len"] = np.int64(max((b for _, _, b in bench.bursts), default=0))
         out["n_bursts"] = np.int64(len(bench.bursts))
+        out["most_reads"] = np.int64(bench.most["read"])
+        out["most_writes"] = np.int64(bench.most["write"])
         np.savez(job["out"], **out)

@@ -1,5 +1,6 @@
 """The FPGA shell on Verilator: AXI4-Lite control registers and the AXI4 master, against
-cocotbext-axi's AxiLiteMaster and AxiRam, with and without back-pressure on every channel."""
+cocotbext-axi's AxiLiteMaster and AxiRam, with and without back-pressure (random pauses, so
+random latency of the answers) on every channel; several transactions in flight."""
 
 import json
 import os
@@ -41,6 +42,28 @@ def crossing_image():
     return ProgramImage(dram, 10240, len(insns), cfg)
 
 
+def streaming_image():
+    """Long LOAD INP and WGT and a long STORE (small configuration): many bursts in flight."""
+    cfg = load_config("small")
+    rng = np.random.default_rng(5)
+    dram = rng.integers(0, 256, 24 * 4096, dtype=np.uint8)
+    insns = [
+        Load(memory_type=MemType.INP, sram_base=0, dram_base=7, y_size=1, x_size=250,
+             x_stride=250),
+        Load(memory_type=MemType.WGT, sram_base=0, dram_base=3, y_size=4, x_size=30,
+             x_stride=35),
+        Load(memory_type=MemType.ACC, sram_base=0, dram_base=1000 // cfg.acc_elem_bytes,
+             y_size=1, x_size=120, x_stride=120, push_next=True),
+        Store(sram_base=0, dram_base=16 * 4096 // cfg.out_elem_bytes + 3, y_size=3,
+              x_size=40, x_stride=43, pop_prev=True, push_prev=True),
+        Load(memory_type=MemType.UOP, x_size=0, pop_next=True),
+        Finish(),
+    ]
+    code = encode_program(insns, cfg)
+    dram[23 * 4096:23 * 4096 + len(code)] = np.frombuffer(code, np.uint8)
+    return ProgramImage(dram, 23 * 4096, len(insns), cfg)
+
+
 def run_shell(images, tmp_path, backpressure):
     require_verilator()
     from cocotb_tools.runner import get_runner
@@ -77,11 +100,12 @@ def test_shell_runs_programs_over_axi(tmp_path, backpressure):
     from isa.conformance import conformance_programs
     bad = next(p for p in conformance_programs("small") if p.name == "bad-deadlock-load-compute")
     images.append(bad.image)
-    # one AxiRam for all three: give them the same DRAM size
+    images.append(streaming_image())
+    # one AxiRam for all: give them the same DRAM size
     size = max(im.dram.size for im in images)
     images = [ProgramImage(np.pad(im.dram, (0, size - im.dram.size)), im.insn_addr,
                            im.insn_count, im.config) for im in images]
-    conv, crossing, deadlock = run_shell(images, tmp_path, backpressure)
+    conv, crossing, deadlock, streaming = run_shell(images, tmp_path, backpressure)
 
     expected = np.load(str(vector).replace(".in.npz", ".expect.npz"))["dram"]
     assert conv["ctrl"] & 0b110 == 0b010 and conv["error_code"] == 0
@@ -94,7 +118,13 @@ def test_shell_runs_programs_over_axi(tmp_path, backpressure):
     assert deadlock["ctrl"] & 0b110 == 0b110
     assert (deadlock["error_code"], deadlock["error_index"]) == \
         (ErrorCode.DEADLOCK, bad.expected_index)
-    for out in (conv, crossing, deadlock):
+    # several AXI transactions in flight in each direction, answered in order
+    assert streaming["error_code"] == 0
+    assert np.array_equal(streaming["dram"], run_functional(images[3]).dram)
+    assert streaming["most_reads"] > 1 and streaming["most_writes"] > 1
+    assert max(streaming["most_reads"], streaming["most_writes"]) <= \
+        images[0].config.mem_outstanding
+    for out in (conv, crossing, deadlock, streaming):
         assert json.loads(str(out["violations"])) == [], "a burst crossed a 4 KiB boundary"
         assert 0 < out["max_len"] <= images[0].config.max_burst_beats
 

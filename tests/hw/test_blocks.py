@@ -99,106 +99,179 @@ def test_uop_loop_walks_both_loops_one_step_per_cycle():
 
 def _port_step(ctx, port, model):
     o = model.out
-    ctx.set(port.cmd.ready, o.cmd_ready)
+    ctx.set(port.rcmd.ready, o.rcmd_ready)
+    ctx.set(port.wcmd.ready, o.wcmd_ready)
     ctx.set(port.rd.valid, o.rd_valid)
     ctx.set(port.rd.payload, {"data": o.rd_data, "last": o.rd_last})
     ctx.set(port.wr.ready, o.wr_ready)
     ctx.set(port.wr_ack, o.wr_ack)
-    cmd = ctx.get(port.cmd.payload)
+    rc, wc = ctx.get(port.rcmd.payload), ctx.get(port.wcmd.payload)
     wr = ctx.get(port.wr.payload)
-    return (ctx.get(port.cmd.valid), cmd.addr, cmd.len, cmd.write, ctx.get(port.rd.ready),
-            ctx.get(port.wr.valid), wr.data, wr.strb)
+    return (ctx.get(port.rcmd.valid), rc.addr, rc.len, ctx.get(port.wcmd.valid), wc.addr,
+            wc.len, ctx.get(port.rd.ready), ctx.get(port.wr.valid), wr.data, wr.strb)
+
+
+def _bursts(cfg, addr, count, rows, stride, eb):
+    """The bursts of a 2-D transfer: each row split by :func:`isa.bursts.span_beats`."""
+    return [b for y in range(rows) for b in span_beats(cfg, addr + y * stride, count * eb)]
+
+
+# (rows, stride in elements): one row, rows with gaps, rows sharing a beat
+SHAPES = [(1, 0), (3, 45), (4, 38)]
 
 
 @pytest.mark.parametrize("elem_bytes", [2, 8, 32])
 @pytest.mark.parametrize("backpressure", [None, 3])
-def test_dma_reader_streams_elements_in_bursts(elem_bytes, backpressure):
-    cfg = load_config("tiny").replace(max_burst_beats=4)
+@pytest.mark.parametrize("rows,stride", SHAPES)
+def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure, rows, stride):
+    cfg = load_config("tiny").replace(max_burst_beats=4, mem_latency=6, mem_outstanding=3)
     dram = np.random.default_rng(elem_bytes).integers(0, 256, 8192, dtype=np.uint8)
     model = MemoryModel(cfg, dram, backpressure=backpressure)
     dut = DmaReader(cfg, elem_bytes=elem_bytes)
     addr, count = 3 * elem_bytes + 96, 37
+    stride *= elem_bytes
+    rng = random.Random(rows)
+    most = [0]
 
     async def bench(ctx):
         ctx.set(dut.addr, addr)
         ctx.set(dut.count, count)
+        ctx.set(dut.rows, rows)
+        ctx.set(dut.stride, stride)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
         got = []
-        for _ in range(2000):
+        for _ in range(4000):
+            ready = rng.random() < 0.7          # the consumer stalls too
+            ctx.set(dut.out.ready, ready)
             inputs = _port_step(ctx, dut.port, model)
-            if ctx.get(dut.out.valid):
+            if ctx.get(dut.out.valid) and ready:
                 got.append(ctx.get(dut.out.payload))
-            if not ctx.get(dut.busy) and len(got) == count:
+            if not ctx.get(dut.busy) and len(got) == rows * count:
                 break
             model.step(*inputs)
+            most[0] = max(most[0], len(model._reads))
             await ctx.tick()
-        want = [int.from_bytes(dram[addr + i * elem_bytes:addr + (i + 1) * elem_bytes].tobytes(),
-                               "little") for i in range(count)]
+        want = [int.from_bytes(dram[a:a + elem_bytes].tobytes(), "little")
+                for y in range(rows) for i in range(count)
+                for a in (addr + y * stride + i * elem_bytes,)]
         assert got == want
-        assert [(a, n) for _, _, a, n in model.bursts] == span_beats(cfg, addr, count * elem_bytes)
+        assert [(a, n) for _, _, a, n in model.bursts] == \
+            _bursts(cfg, addr, count, rows, stride, elem_bytes)
     run(dut, bench)
+    assert most[0] == 3         # several bursts were in flight, never more than the limit
 
 
 @pytest.mark.parametrize("elem_bytes", [2, 8, 32])
 @pytest.mark.parametrize("backpressure", [None, 5])
-def test_dma_writer_writes_elements_with_strobes(elem_bytes, backpressure):
-    cfg = load_config("tiny").replace(max_burst_beats=4)
+@pytest.mark.parametrize("rows,stride", SHAPES)
+def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, stride):
+    cfg = load_config("tiny").replace(max_burst_beats=4, mem_latency=5, mem_outstanding=2)
     dram = np.zeros(8192, np.uint8)
     model = MemoryModel(cfg, dram, backpressure=backpressure)
     dut = DmaWriter(cfg, elem_bytes=elem_bytes)
     addr, count = 5 * elem_bytes + 64, 29
+    stride *= elem_bytes
     rng = random.Random(elem_bytes)
-    elems = [rng.getrandbits(8 * elem_bytes) for _ in range(count)]
+    elems = [rng.getrandbits(8 * elem_bytes) for _ in range(rows * count)]
+    most = [0]
 
     async def bench(ctx):
         ctx.set(dut.addr, addr)
         ctx.set(dut.count, count)
+        ctx.set(dut.rows, rows)
+        ctx.set(dut.stride, stride)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
         i = 0
-        for _ in range(3000):
+        n = len(elems)
+        for _ in range(6000):
+            ctx.set(dut.inp.valid, i < n)
+            ctx.set(dut.inp.payload, elems[i] if i < n else 0)
             inputs = _port_step(ctx, dut.port, model)
-            ctx.set(dut.inp.valid, i < count)
-            ctx.set(dut.inp.payload, elems[i] if i < count else 0)
-            if i < count and ctx.get(dut.inp.ready):
+            if i < n and ctx.get(dut.inp.ready):
                 i += 1
-            if not ctx.get(dut.busy) and i == count:
+            if not ctx.get(dut.busy) and i == n:
                 break
-            inputs = _port_step(ctx, dut.port, model)
             model.step(*inputs)
+            most[0] = max(most[0], len(model._writes) + len(model._acks))
             await ctx.tick()
-        want = b"".join(e.to_bytes(elem_bytes, "little") for e in elems)
-        assert dram[addr:addr + len(want)].tobytes() == want
-        assert not dram[:addr].any() and not dram[addr + len(want):].any()
-        assert [(a, n) for _, _, a, n in model.bursts] == span_beats(cfg, addr, len(want))
+        want = np.zeros(8192, np.uint8)
+        for y in range(rows):
+            row = b"".join(e.to_bytes(elem_bytes, "little")
+                           for e in elems[y * count:(y + 1) * count])
+            a = addr + y * stride
+            want[a:a + len(row)] = np.frombuffer(row, np.uint8)
+        assert np.array_equal(dram, want)
+        assert [(a, n) for _, _, a, n in model.bursts] == \
+            _bursts(cfg, addr, count, rows, stride, elem_bytes)
+        assert model.idle
     run(dut, bench)
+    assert most[0] == 2 or len(model.bursts) == 1
 
 
-def test_arbiter_grants_by_priority_and_holds_until_the_burst_ends():
-    cfg = load_config("tiny")
+def test_arbiter_round_robin_per_command_and_routes_data_in_order():
+    cfg = load_config("tiny").replace(mem_outstanding=3)
     dut = MemArbiter(cfg)
 
     async def bench(ctx):
-        ctx.set(dut.mem.cmd.ready, 1)
-        for i in (1, 3):
-            ctx.set(dut.clients[i].cmd.valid, 1)
-            ctx.set(dut.clients[i].cmd.payload, {"addr": 8 * i, "len": 1, "write": 0})
-        assert ctx.get(dut.mem.cmd.payload.addr) == 8      # load (1) beats store (3)
-        assert ctx.get(dut.clients[1].cmd.ready) and not ctx.get(dut.clients[3].cmd.ready)
-        await ctx.tick()
-        ctx.set(dut.clients[1].cmd.valid, 0)
-        assert ctx.get(dut.owner) == 1 and not ctx.get(dut.mem.cmd.valid)
+        ctx.set(dut.mem.rcmd.ready, 1)
+        for i in range(3):
+            ctx.set(dut.clients[i].rcmd.valid, 1)
+            ctx.set(dut.clients[i].rcmd.payload, {"addr": 8 * i, "len": 0})
+            ctx.set(dut.clients[i].rd.ready, 1)
+        order = []
+        for _ in range(3):                  # all three ask: fetch, load, compute in turn
+            order.append(ctx.get(dut.mem.rcmd.payload.addr) // 8)
+            assert [ctx.get(dut.clients[i].rcmd.ready) for i in range(3)] == \
+                [i == order[-1] for i in range(3)]
+            await ctx.tick()
+        assert order == [0, 1, 2]
+        assert not ctx.get(dut.mem.rcmd.valid)      # three in flight: the limit
+        assert not ctx.get(dut.idle)
+        for i in range(3):
+            ctx.set(dut.clients[i].rcmd.valid, 0)
+        # the answers go back in order: first to fetch, then load, then compute
         ctx.set(dut.mem.rd.valid, 1)
-        ctx.set(dut.clients[1].rd.ready, 1)
-        ctx.set(dut.mem.rd.payload, {"data": 0, "last": 0})
-        assert ctx.get(dut.clients[1].rd.valid) and not ctx.get(dut.clients[3].rd.valid)
-        await ctx.tick()
-        ctx.set(dut.mem.rd.payload, {"data": 0, "last": 1})
-        await ctx.tick()
+        for want in (0, 1, 2):
+            ctx.set(dut.mem.rd.payload, {"data": want, "last": 1})
+            assert [ctx.get(dut.clients[i].rd.valid) for i in range(3)] == \
+                [i == want for i in range(3)]
+            await ctx.tick()
         ctx.set(dut.mem.rd.valid, 0)
         assert ctx.get(dut.idle)
-        assert ctx.get(dut.mem.cmd.payload.addr) == 24     # now the store
+        # the round robin goes on after the last grant (compute): fetch, then load
+        ctx.set(dut.clients[1].rcmd.valid, 1)
+        ctx.set(dut.clients[0].rcmd.valid, 1)
+        assert ctx.get(dut.mem.rcmd.payload.addr) == 0
+        await ctx.tick()
+        ctx.set(dut.clients[0].rcmd.valid, 0)
+        assert ctx.get(dut.mem.rcmd.payload.addr) == 8
+        await ctx.tick()
+        ctx.set(dut.clients[1].rcmd.valid, 0)
+        # the store's writes pass straight through, counted until their acknowledgement
+        ctx.set(dut.clients[3].wcmd.valid, 1)
+        ctx.set(dut.clients[3].wcmd.payload, {"addr": 64, "len": 0})
+        ctx.set(dut.mem.wcmd.ready, 1)
+        assert ctx.get(dut.mem.wcmd.valid) and ctx.get(dut.mem.wcmd.payload.addr) == 64
+        await ctx.tick()
+        ctx.set(dut.clients[3].wcmd.valid, 0)
+        ctx.set(dut.mem.rd.valid, 1)                # the reads in flight end
+        ctx.set(dut.mem.rd.payload, {"data": 0, "last": 1})
+        await ctx.tick()
+        await ctx.tick()
+        ctx.set(dut.mem.rd.valid, 0)
+        assert not ctx.get(dut.idle)                # the write is not acknowledged
+        ctx.set(dut.mem.wr_ack, 1)
+        assert ctx.get(dut.clients[3].wr_ack)
+        await ctx.tick()
+        ctx.set(dut.mem.wr_ack, 0)
+        assert ctx.get(dut.idle)
+        # halted: nothing is granted
+        ctx.set(dut.halt, 1)
+        ctx.set(dut.clients[1].rcmd.valid, 1)
+        ctx.set(dut.clients[3].wcmd.valid, 1)
+        assert not ctx.get(dut.mem.rcmd.valid) and not ctx.get(dut.mem.wcmd.valid)
     run(dut, bench)

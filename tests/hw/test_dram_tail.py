@@ -16,33 +16,33 @@ from .dram_tail import DRAM_BYTES, tail_config, tail_image
 
 
 def _read_beats(model, addr, beats):
-    model.step(1, addr, beats - 1, 0, 0, 0, 0, 0)
+    model.step(rcmd_valid=1, rcmd_addr=addr, rcmd_len=beats - 1)
     got = []
     for _ in range(100):
         o = model.out
         if o.rd_valid:
             got.append(o.rd_data)
-        model.step(0, 0, 0, 0, 1, 0, 0, 0)
+        model.step(rd_ready=1)
         if len(got) == beats:
             return got
     raise AssertionError("no data")
 
 
 def _write_beat(model, addr, data, strb):
-    model.step(1, addr, 0, 1, 0, 0, 0, 0)
+    model.step(wcmd_valid=1, wcmd_addr=addr)
     for _ in range(100):
         if model.out.wr_ready:
-            model.step(0, 0, 0, 0, 0, 1, data, strb)
+            model.step(wr_valid=1, wr_data=data, wr_strb=strb)
             return
-        model.step(0, 0, 0, 0, 0, 0, 0, 0)
+        model.step()
     raise AssertionError("never ready")
 
 
 def _wait_idle(model):
     for _ in range(100):
-        if model.out.cmd_ready:
+        if model.idle:
             return
-        model.step(0, 0, 0, 0, 0, 0, 0, 0)
+        model.step()
     raise AssertionError("never idle")
 
 
@@ -66,9 +66,9 @@ def test_memory_model_pads_the_last_beat():
     # and so is a burst past the padded beat
     model = MemoryModel(cfg, dram, latency=2)
     with pytest.raises(MemoryViolation, match="past the end of DRAM"):
-        model.step(1, last + bb, 0, 0, 0, 0, 0, 0)
+        model.step(rcmd_valid=1, rcmd_addr=last + bb)
     with pytest.raises(MemoryViolation, match="past the end of DRAM"):
-        model.step(1, last - bb, 2, 0, 0, 0, 0, 0)
+        model.step(rcmd_valid=1, rcmd_addr=last - bb, rcmd_len=2)
 
 
 def test_core_loads_and_stores_at_the_end_of_dram():

@@ -46,6 +46,10 @@ def test_original_json_keys_and_split_block():
      "gemm instruction field 'wgt_factor_in' ends at bit 138, past the 128-bit limit"),
     ({"max_burst_beats": 12}, "MAX_BURST_BEATS = 12 must be a power of two"),
     ({"log_batch": True}, "LOG_BATCH must be an integer"),
+    ({"mem_outstanding": 0}, "MEM_OUTSTANDING = 0 is out of range: it must be in [1, 64]"),
+    ({"mem_outstanding": 65}, "MEM_OUTSTANDING = 65 is out of range: it must be in [1, 64]"),
+    ({"mem_beat_interval": 0}, "MEM_BEAT_INTERVAL = 0 is out of range: it must be in [1, 64]"),
+    ({"mem_beat_interval": 2.0}, "MEM_BEAT_INTERVAL must be an integer"),
 ])
 def test_invalid_configs_name_the_field_and_limit(changes, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")
@@ -68,3 +72,21 @@ def test_bad_json_and_unknown_keys():
                              if k != "LOG_BATCH"})
     with pytest.raises(ConfigError, match="no configuration named 'nope'"):
         load_config("nope")
+
+
+def test_memory_system_keys_default_for_older_files_and_round_trip():
+    """Configurations (and program images) written before MEM_OUTSTANDING and
+    MEM_BEAT_INTERVAL existed get the defaults: the memory system with bursts in flight."""
+    from isa.image import load_image
+    from tests.conftest import reference_vectors
+    path = reference_vectors()[0]
+    import numpy as np
+    text = str(np.load(path, allow_pickle=False)["config"])
+    assert "MEM_OUTSTANDING" not in text and "MEM_BEAT_INTERVAL" not in text
+    cfg = load_image(path).config
+    assert (cfg.mem_outstanding, cfg.mem_beat_interval) == (8, 1)
+    assert load_config("default").mem_outstanding == 8
+    tuned = load_config("small").replace(mem_outstanding=3, mem_beat_interval=4)
+    data = json.loads(tuned.to_json())
+    assert (data["MEM_OUTSTANDING"], data["MEM_BEAT_INTERVAL"]) == (3, 4)
+    assert VTAConfig.from_json(tuned.to_json()) == tuned

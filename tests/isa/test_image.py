@@ -54,7 +54,8 @@ GOOD = dict(dram=np.zeros(64, np.uint8), insn_addr=np.int64(0), insn_count=np.in
     ({"insn_count": np.int64(5)}, "runs past the end of DRAM"),
     ({"insn_count": np.float64(1)}, "'insn_count' must be an integer scalar"),
     ({"config": np.str_('{"LOG_BATCH": 0}')}, "bad 'config': configuration is missing"),
-    ({"outputs": np.str_("[{}]")}, "'outputs' must be a JSON list"),
+    ({"outputs": np.str_("[{}]")}, "'outputs' entry 0 lacks name, addr, shape, dtype"),
+    ({"outputs": np.str_("{}")}, "'outputs' must be a JSON list"),
     ({"outputs": np.str_(json.dumps([{"name": "y", "addr": 60, "shape": [8],
                                       "dtype": "int8"}]))}, "lies outside DRAM"),
 ])

@@ -38,7 +38,7 @@ def test_check_reports_type_errors_with_position(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad}:3:3: in `add(%x, ones(...))`: relation Broadcast failed" in err
     bad.write_text("def @main() {\n  (1, \n")
-    assert vta_relay("check", str(bad)) == 1
+    assert vta_relay("check", str(bad)) == 2     # a syntax error: an invalid input file
     assert f"{bad}:3:1:" in capsys.readouterr().err
 
 
@@ -77,11 +77,11 @@ def test_run_input_errors(tmp_path, capsys):
     prog.write_text("def @main(%x: Tensor[(2), float32]) { %x }")
     np.save(tmp_path / "x.npy", np.ones(3, "float32"))
     out = str(tmp_path / "o.npz")
-    assert vta_relay("run", str(prog), "-o", out) == 1
+    assert vta_relay("run", str(prog), "-o", out) == 2
     assert "missing --input for parameter(s) x" in capsys.readouterr().err
-    assert vta_relay("run", str(prog), "-i", f"y={tmp_path / 'x.npy'}", "-o", out) == 1
+    assert vta_relay("run", str(prog), "-i", f"y={tmp_path / 'x.npy'}", "-o", out) == 2
     assert "@main has no parameter(s) y" in capsys.readouterr().err
-    assert vta_relay("run", str(prog), "-i", f"x={tmp_path / 'x.npy'}", "-o", out) == 1
+    assert vta_relay("run", str(prog), "-i", f"x={tmp_path / 'x.npy'}", "-o", out) == 2
     assert "input x has shape (3,) but @main expects Tensor[(2), float32]" in capsys.readouterr().err
 
 

@@ -251,3 +251,12 @@ def test_rules_exist_for_the_differentiable_elementwise_and_shape_operators():
     have = {name for name in list_ops() if get_op_attr(name, "FPrimalGradient") is not None}
     assert {"add", "multiply", "nn.dense", "nn.bias_add", "sum", "mean", "reshape", "transpose",
             "nn.softmax", "collapse_sum_like", "broadcast_to_like", "where"} <= have
+
+
+def test_conv2d_transpose_rule():
+    mod = parse("""
+def @main(%x: Tensor[(2, 4, 3, 4), float64], %w: Tensor[(4, 3, 4, 3), float64]) -> float64 {
+  %0 = nn.conv2d_transpose(%x, %w, strides=[2, 1], padding=[1, 0, 2, 1], output_padding=[1, 0], groups=2);
+  sum(%0 * %0)
+}""")
+    check_gradient(mod, [f64((2, 4, 3, 4)), f64((4, 3, 4, 3))], rtol=1e-5, atol=1e-6)

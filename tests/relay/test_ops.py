@@ -270,18 +270,76 @@ def test_conv2d_packed_layout_matches_nchw():
           kernel_layout="OIHW16o16i")
 
 
+@pytest.mark.parametrize("dl,kl,ol", [("NHWC", "HWIO", ""), ("NHWC", "OHWI", ""), ("NCHW", "HWOI", "NHWC"),
+                                      ("NCHW4c", "OIHW4i4o", ""), ("NHWC", "HWIO", "NCHW")])
+def test_conv2d_other_layouts_match_nchw(dl, kl, ol):
+    """Every layout TVM's Conv2D relation accepts computes the NCHW/OIHW convolution."""
+    from relay.op._common import layout_array_transform
+    x, w = rand((1, 8, 5, 6)), rand((4, 8, 3, 3))
+    ref = conv_loops(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1).astype("float32")
+    check("nn.conv2d", [layout_array_transform(x, "NCHW", dl), layout_array_transform(w, "OIHW", kl)],
+          layout_array_transform(ref, "NCHW", ol or dl), padding=[1, 1], data_layout=dl, kernel_layout=kl,
+          out_layout=ol)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW4c", "HWCN"])
+def test_pools_in_other_layouts_match_nchw(layout):
+    from relay.op._common import layout_array_transform
+    x = rand((2, 8, 7, 6))
+    xl = layout_array_transform(x, "NCHW", layout)
+    for op, attrs in [("nn.max_pool2d", dict(pool_size=[3, 3], strides=[2, 2], padding=[1, 1])),
+                      ("nn.avg_pool2d", dict(pool_size=[2, 2], ceil_mode=True)),
+                      ("nn.global_avg_pool2d", {}), ("nn.global_max_pool2d", {})]:
+        _, ref = run_op(op, [x], **attrs)
+        check(op, [xl], layout_array_transform(ref, "NCHW", layout), layout=layout, **attrs)
+    with pytest.raises(RelayTypeError, match="must have H and W axes, neither split"):
+        run_op("nn.max_pool2d", [rand((1, 2, 3, 4, 2))], pool_size=[2, 2], layout="NCHW2h")
+
+
+def test_take_argmax_broadcast_to_match_numpy():
+    x = rand((3, 4))
+    idx = np.array([[0, 3], [5, -1]], "int32")
+    check("take", [x, idx], np.take(x, idx.astype(np.int64), axis=1, mode="clip"), axis=1)
+    check("take", [x, idx], np.take(x.reshape(-1), idx.astype(np.int64), mode="wrap"), mode="wrap")
+    check("argmax", [x], np.argmax(x, axis=1).astype("int32"), axis=[1])
+    check("argmin", [x], np.argmin(x, axis=0).reshape(1, 4).astype("int32"), axis=[0], keepdims=True)
+    check("argmax", [x], np.asarray(np.argmax(x), "int32"))
+    ties = np.array([[1, 3, 3]], "float32")
+    check("argmax", [ties], np.array([2], "int32"), axis=[1], select_last_index=True)
+    b = rand((3, 1))
+    check("broadcast_to", [b], np.broadcast_to(b, (2, 3, 5)), shape=[2, 3, 5])
+    with pytest.raises(RelayTypeError, match="indices must be integers"):
+        run_op("take", [x, rand((2,))])
+    with pytest.raises(RelayTypeError, match="not broadcast-compatible"):
+        run_op("broadcast_to", [b], shape=[2, 5])
+
+
+covers("take", "argmax", "argmin", "broadcast_to")
+
+
+@pytest.mark.parametrize("shape,newshape,out", [
+    ((2, 3, 4), [-3, 4], (6, 4)), ((2, 3, 4, 5), [-3, -3], (6, 20)), ((2, 3, 4), [0, -3], (2, 12)),
+    ((2, 3, 4), [-4, 1, 2, -2], (1, 2, 3, 4)), ((2, 3, 4), [2, -4, -1, 3, -2], (2, 1, 3, 4)),
+    ((6, 4), [-4, 2, -1, 0], (2, 3, 4)), ((2, 3, 4), [-2, 1, 1], (2, 3, 4, 1, 1))])
+def test_reshape_special_values(shape, newshape, out):
+    x = rand(shape)
+    check("reshape", [x], x.reshape(out), newshape=newshape)
+
+
 def test_conv2d_relation_errors():
     x, w = rand((1, 3, 8, 8)), rand((4, 3, 3, 3))
     with pytest.raises(RelayTypeError, match=r"relation Conv2D failed: attribute kernel_size=\[5, 5\] but weight kernel is \(3, 3\)"):
         run_op("nn.conv2d", [x, w], kernel_size=[5, 5])
     with pytest.raises(RelayTypeError, match="attribute channels=8 but weight has 4 output channels"):
         run_op("nn.conv2d", [x, w], channels=8)
-    with pytest.raises(RelayTypeError, match="unsupported data layout 'NHWC'"):
+    with pytest.raises(RelayTypeError, match="data has 8 input channels but weight expects 3"):
         run_op("nn.conv2d", [x, w], data_layout="NHWC")
+    with pytest.raises(RelayTypeError, match="conv2d supports kernel layouts convertible from OIHW; got 'OIHWX'"):
+        run_op("nn.conv2d", [x, w], kernel_layout="OIHWX")
     with pytest.raises(RelayTypeError, match="window of extent 3 does not fit an input of size 2"):
         run_op("nn.conv2d", [rand((1, 3, 2, 2)), w])
-    with pytest.raises(RelayTypeError, match="set out_dtype to mix them"):
-        run_op("nn.conv2d", [x.astype("int8"), w])
+    # as TVM's Conv2DRel: mixed dtypes are accepted, the output has the data's dtype
+    assert run_op("nn.conv2d", [x.astype("int8"), w])[0] == T((1, 4, 6, 6), "int8")
 
 
 def test_dense_and_bias_add():
@@ -441,6 +499,71 @@ def test_layout_transform_round_trip():
         run_op("layout_transform", [x], src_layout="NCHW", dst_layout="NCHW5c")
 
 
+# ------------------------------------------------------------------ frontend operators
+covers("strided_slice", "take", "image.resize2d", "nn.lrn", "nn.matmul", "qnn.quantize", "qnn.dequantize")
+
+
+def test_strided_slice():
+    x = rand((4, 5, 6))
+    check("strided_slice", [x], x[1:3, :, ::2], begin=(1, 0), end=(3, 100), strides=(1, 2), axes=(0, 2))
+    check("strided_slice", [x], x[:, ::-2], begin=(-1,), end=(-100,), strides=(-2,), axes=(1,))
+    check("strided_slice", [x], x[:2], begin=(0,), end=(2,))
+    with pytest.raises(RelayTypeError, match="stride 0 on axis 0"):
+        run_op("strided_slice", [x], begin=(0,), end=(2,), strides=(0,))
+
+
+def test_take():
+    x = rand((3, 4))
+    idx = np.array([[2, 0], [-1, 1]], "int64")
+    expected = np.stack([np.stack([x[:, j % 4] for j in row], axis=-1) for row in idx], axis=1)
+    check("take", [x, idx], expected, axis=1, mode="wrap")
+    with pytest.raises(RelayTypeError, match="indices must be"):
+        run_op("take", [x, rand((2,))])
+
+
+def test_resize2d_nearest_asymmetric_is_repetition():
+    x = rand((1, 2, 3, 2))
+    check("image.resize2d", [x], x.repeat(2, axis=2).repeat(3, axis=3), size=(6, 6),
+          coordinate_transformation_mode="asymmetric", rounding_method="floor")
+    with pytest.raises(RelayTypeError, match="nearest_neighbor only"):
+        run_op("image.resize2d", [x], size=(6, 6), method="linear")
+
+
+def test_lrn_against_the_formula():
+    x = rand((1, 7, 2, 2))
+    size, alpha, beta, bias = 5, 1e-2, 0.75, 2.0
+    ref = np.empty_like(x)
+    for c in range(7):
+        lo, hi = max(0, c - 2), min(6, c + 2)
+        s = (x[:, lo:hi + 1] ** 2).sum(axis=1)
+        ref[:, c] = x[:, c] / (bias + alpha / size * s) ** beta
+    check("nn.lrn", [x], ref, size=size, alpha=alpha, beta=beta, bias=bias)
+
+
+def test_matmul_broadcast_and_integers():
+    a, b = rand((2, 1, 3, 4)), rand((5, 4, 2))
+    ref = np.empty((2, 5, 3, 2), "float32")
+    for i in range(2):
+        for j in range(5):
+            ref[i, j] = a[i, 0] @ b[j]
+    check("nn.matmul", [a, b], ref)
+    ai, bi = rand((3, 4), "int8", -128, 127), rand((4, 2), "int8", -128, 127)
+    check("nn.matmul", [ai, bi], ai.astype(np.int32) @ bi.astype(np.int32), out_dtype="int32")
+    with pytest.raises(RelayTypeError, match="matmul inner dimensions differ: 4 and 3"):
+        run_op("nn.matmul", [a, rand((3, 2))])
+
+
+def test_quantize_rounds_half_to_even_and_saturates():
+    x = np.array([0.25, 0.75, -0.25, 10.0, -10.0, 0.5], "float32")
+    check("qnn.quantize", [x, np.array(0.5, "float32"), np.array(1, "int8")],
+          np.array([1, 3, 1, 21, -19, 2], "int8"), out_dtype="int8")
+    q = np.array([[0, 255], [10, 20]], "uint8")
+    scale, zp = np.array([0.5, 2.0], "float32"), np.array([128, 0], "uint8")
+    check("qnn.dequantize", [q, scale, zp], np.array([[-64, 63.5], [20, 40]], "float32"), axis=0)
+    with pytest.raises(RelayTypeError, match="scale has 2 values but axis 1 has 3"):
+        run_op("qnn.dequantize", [rand((2, 3), "uint8", 0, 9), scale, zp], axis=1)
+
+
 # ------------------------------------------------------------------ registry
 
 
@@ -505,6 +628,64 @@ def test_reshape_and_transpose_relations_agree_with_numpy(shape, data):
     newshape = [-1] + list(shape[k + 1:])
     t, out = run_op("reshape", [x], newshape=newshape)
     assert out.shape == x.reshape(newshape).shape == t.shape
+
+
+# ------------------------------------------------------------------ conv2d_transpose
+
+covers("nn.conv2d_transpose")
+
+
+def conv_transpose_loops(x, w, stride, pad, out_pad, dil, groups):
+    """Direct definition: y[o, oy, ox] gathers every x[c, i, j] * w[c, o, p, q] with
+    i * stride + p * dil - pad_top == oy (independent of the scatter kernel under test)."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    oh = (h - 1) * stride[0] - pad[0] - pad[2] + dil[0] * (kh - 1) + 1 + out_pad[0]
+    ow = (wd - 1) * stride[1] - pad[1] - pad[3] + dil[1] * (kw - 1) + 1 + out_pad[1]
+    out = np.zeros((n, og * groups, oh, ow), np.float64)
+    ig = c // groups
+    for b, o, oy, ox in itertools.product(range(n), range(og * groups), range(oh), range(ow)):
+        g = o // og
+        acc = 0.0
+        for ci, p, q in itertools.product(range(ig), range(kh), range(kw)):
+            i, ri = divmod(oy + pad[0] - p * dil[0], stride[0])
+            j, rj = divmod(ox + pad[1] - q * dil[1], stride[1])
+            if ri == 0 and rj == 0 and 0 <= i < h and 0 <= j < wd:
+                acc += x[b, g * ig + ci, i, j] * w[g * ig + ci, o % og, p, q]
+        out[b, o, oy, ox] = acc
+    return out
+
+
+@pytest.mark.parametrize("stride,pad,out_pad,dil,groups", [
+    ((2, 2), (1, 1, 1, 1), (0, 0), (1, 1), 1),      # DCGAN's 4x4 stride 2
+    ((2, 1), (0, 1, 2, 0), (1, 0), (1, 1), 1),
+    ((3, 2), (1, 0, 0, 1), (2, 1), (2, 1), 2),
+])
+def test_conv2d_transpose(stride, pad, out_pad, dil, groups):
+    x = rand((2, 4, 5, 4))
+    w = rand((4, 3, 4, 3))
+    ref = conv_transpose_loops(x, w, stride, pad, out_pad, dil, groups).astype("float32")
+    check("nn.conv2d_transpose", [x, w], ref, strides=stride, padding=pad, output_padding=out_pad,
+          dilation=dil, groups=groups, channels=3 * groups, kernel_size=[4, 3])
+
+
+def test_conv2d_transpose_int8_with_int32_output():
+    x = rand((1, 3, 4, 4), "int8", -128, 127)
+    w = rand((3, 2, 4, 4), "int8", -128, 127)
+    ref = conv_transpose_loops(x.astype(np.int64), w.astype(np.int64), (2, 2), (1, 1, 1, 1), (0, 0), (1, 1), 1)
+    check("nn.conv2d_transpose", [x, w], ref.astype("int32"), strides=[2, 2], padding=[1, 1], out_dtype="int32")
+
+
+def test_conv2d_transpose_relation_errors():
+    x, w = rand((1, 4, 5, 5)), rand((4, 2, 3, 3))
+    with pytest.raises(RelayTypeError, match="weight .IOHW. has 3"):
+        run_op("nn.conv2d_transpose", [x, rand((3, 2, 3, 3))])
+    with pytest.raises(RelayTypeError, match="output_padding"):
+        run_op("nn.conv2d_transpose", [x, w], strides=[2, 2], output_padding=[2, 0])
+    with pytest.raises(RelayTypeError, match="kernel_layout IOHW"):
+        run_op("nn.conv2d_transpose", [x, w], kernel_layout="OIHW")
+    with pytest.raises(RelayTypeError, match="not divisible by groups"):
+        run_op("nn.conv2d_transpose", [x, w], groups=3)
 
 
 # ------------------------------------------------------------------ gradient kernels

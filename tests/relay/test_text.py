@@ -177,3 +177,14 @@ def @main(%input.1: Tensor[(2), float32], %t: (float32, float32)) {
     printed = module_to_text(mod)
     assert "%input_1: Tensor[(2), float32]" in printed
     assert module_to_text(parse(printed)) == printed
+
+
+def test_conv2d_transpose_round_trips():
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 8, 4, 4), int8], %w: Tensor[(8, 4, 4, 4), int8]) -> Tensor[(1, 4, 8, 8), int32] {
+  nn.conv2d_transpose(%x, %w, strides=[2, 2], padding=[1, 1, 1, 1], output_padding=[0, 0], channels=4, kernel_size=[4, 4], out_dtype="int32")
+}
+"""
+    mod, out = round_trip(text)
+    assert out == text
+    assert relay.check_module(mod).global_types["main"].ret_type == TensorType((1, 4, 8, 8), "int32")

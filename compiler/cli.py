@@ -1,0 +1,264 @@
+"""``vta compile``, ``vta run MODEL.vtab``, ``vta inspect``: models to VTA binaries and back."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["register", "run_vtab_main", "EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "EXIT_INTERNAL"]
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _Usage(Exception):
+    """Bad usage or an unreadable/invalid input file (exit 2)."""
+
+
+def register(subparsers) -> None:
+    c = subparsers.add_parser(
+        "compile", help="compile an integer Relay model to a VTA binary (.vtab)",
+        description="Compile @main of MODEL.rly (int8/int32, NCHW; see docs/compiler.md) for a "
+                    "VTA configuration: conv2d/dense with their element-wise tails run on VTA, "
+                    "everything else on the CPU (listed by 'vta inspect').")
+    c.add_argument("model", metavar="MODEL.rly", help="Relay text program")
+    c.add_argument("--params", metavar="PARAMS.npz",
+                   help="binds @main parameters by name (without %%) as constants")
+    c.add_argument("-o", "--out", metavar="MODEL.vtab", required=True, help="the binary to write")
+    c.add_argument("--config", default="default", help="configuration name or JSON file")
+    c.add_argument("--tune", action="store_true",
+                   help="use (and fill) the tuning cache: measure the best schedules of each "
+                        "VTA operator on the cycle simulator")
+    c.set_defaults(func=lambda a: _guard("compile", _compile, a))
+
+    t = subparsers.add_parser(
+        "tune", help="tune the VTA operators of a model on the cycle simulator",
+        description="Rank each VTA operator's schedules with the cost model, measure the best "
+                    "on the cycle-accurate simulator (in parallel) and keep the winners in the "
+                    "tuning cache ($VTA_TUNE_CACHE, default ~/.cache/vta-py/tuning.json), which "
+                    "'vta compile --tune' uses.")
+    t.add_argument("model", metavar="MODEL.rly")
+    t.add_argument("--params", metavar="PARAMS.npz")
+    t.add_argument("--config", default="default")
+    t.add_argument("--top", type=int, default=6, help="candidates measured per operator")
+    t.set_defaults(func=lambda a: _guard("tune", _tune, a))
+
+    i = subparsers.add_parser("inspect", help="summarise a VTA binary (.vtab)",
+                              description="Print the configuration, inputs, outputs and the "
+                                          "segments of a VTA binary with their schedules.")
+    i.add_argument("binary", metavar="MODEL.vtab")
+    i.set_defaults(func=lambda a: _guard("inspect", _inspect, a))
+
+
+def _guard(command: str, fn, args) -> int:
+    from relay.parser import ParseError
+    from relay.typecheck import RelayTypeError
+
+    from driver.backends import BackendUnavailable, DeviceError, DeviceTimeout
+
+    from .errors import BinaryError, CompileError
+    try:
+        return fn(args) or EXIT_OK
+    except (_Usage, BinaryError, ParseError, RelayTypeError) as exc:
+        print(f"vta {command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (CompileError, DeviceError, DeviceTimeout) as exc:
+        print(f"vta {command}: error: {exc}", file=sys.stderr)
+        return EXIT_REJECTED
+    except BackendUnavailable as exc:
+        print(f"vta {command}: error: {exc}", file=sys.stderr)
+        return EXIT_REJECTED
+    except Exception:
+        traceback.print_exc()
+        print(f"vta {command}: internal error (a bug; please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _read_model(path: str):
+    import relay
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Usage(f"cannot read {path}: {exc}") from None
+    return relay.parse(text, source=path)
+
+
+def _read_npz(path: str) -> dict:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise _Usage(f"no such file: {path}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise _Usage(f"cannot read {path} as a NumPy .npz file: {exc}") from None
+
+
+def _compile(args) -> int:
+    from isa.config import ConfigError, load_config
+
+    from .binary import save_binary
+    from .compile import compile_module
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    mod = _read_model(args.model)
+    params = _read_npz(args.params) if args.params else {}
+    if "main" in mod.functions:
+        names = {p.name_hint for p in mod["main"].params}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise _Usage(f"{args.params}: @main has no parameter(s) {', '.join(unknown)}; its "
+                         f"parameters are {', '.join(sorted(names))}")
+        for p in mod["main"].params:
+            t = p.type_annotation
+            if p.name_hint in params and t is not None and hasattr(t, "dtype"):
+                v = params[p.name_hint]
+                if str(v.dtype) != t.dtype or tuple(v.shape) != tuple(t.shape):
+                    raise _Usage(f"{args.params}: {p.name_hint} is {v.dtype}{list(v.shape)} but "
+                                 f"@main declares {t.dtype}{list(t.shape)}")
+    schedules = None
+    if args.tune:
+        from .tuning import tune_module
+        schedules = tune_module(mod, params, cfg, log=print)
+    model = compile_module(mod, params, cfg, schedules)
+    save_binary(args.out, model)
+    vta = sum(1 for s in model.segments if s.target == "vta")
+    share = model.vta_macs / model.macs if model.macs else 0.0
+    print(f"{args.out}: {vta} VTA and {len(model.segments) - vta} CPU segments for {cfg.name} "
+          f"({cfg.key}); {share:.1%} of the MACs on VTA")
+    return EXIT_OK
+
+
+def _tune(args) -> int:
+    from isa.config import ConfigError, load_config
+
+    from .tuning import tune_module
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    mod = _read_model(args.model)
+    params = _read_npz(args.params) if args.params else {}
+    tuned = tune_module(mod, params, cfg, top=args.top, log=print)
+    print(f"{len(tuned)} VTA operator(s) tuned for {cfg.name} ({cfg.key})")
+    return EXIT_OK
+
+
+def _inspect(args) -> int:
+    from .binary import load_binary
+    model = load_binary(args.binary)
+    print(describe(model))
+    return EXIT_OK
+
+
+def describe(model) -> str:
+    cfg = model.config
+    lines = [f"VTA binary for {cfg.name} ({cfg.key}, {cfg.bus_width}-bit bus)"]
+    for info in model.inputs:
+        lines.append(f"  input  {info.name}: {info.dtype}{list(info.shape)}")
+    for i, name in enumerate(model.outputs):
+        t = model.tensors[name]
+        lines.append(f"  output output_{i} ({name}): {t.dtype}{list(t.shape)}")
+    share = model.vta_macs / model.macs if model.macs else 0.0
+    lines.append(f"  {len(model.segments)} segments, {model.macs} MACs, {share:.1%} on VTA")
+    for seg in model.segments:
+        if seg.target == "vta":
+            c = seg.program.counts()
+            lines.append(f"  {seg.name:<7} vta  {seg.op.describe()}")
+            lines.append(f"          schedule {seg.schedule}; {len(seg.program.commands)} "
+                         f"commands, {len(seg.program.kernels)} kernels, "
+                         f"{c['gemm_uops']} GEMM / {c['alu_uops']} ALU micro-ops")
+        else:
+            what = seg.kind
+            if seg.kind == "relay":
+                body = seg.function.body
+                what = f"relay {getattr(getattr(body, 'op', None), 'name', type(body).__name__)}"
+            lines.append(f"  {seg.name:<7} cpu  {what} {list(seg.inputs)} -> {seg.output}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- vta run X.vtab
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vta run", description="Run a VTA binary: the inputs by name, the outputs saved as "
+                                    "output_0, output_1, ... (like 'vta relay run').")
+    p.add_argument("binary", metavar="MODEL.vtab")
+    p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
+                   help="a runtime input of @main and the .npy file holding it (repeatable)")
+    p.add_argument("--out", "-o", required=True, metavar="RESULT.npz")
+    p.add_argument("--backend", "-b", default="functional", choices=("functional", "cycle", "rtl"))
+    p.add_argument("--report", metavar="REPORT.json",
+                   help="per segment: target, MACs, cycles, GEMM utilisation; whole model: "
+                        "cycles and the share of MACs on VTA")
+    p.add_argument("--config", default=None,
+                   help="refuse the binary unless it was compiled for this configuration")
+    return p
+
+
+def run_vtab_main(argv: list[str]) -> int:
+    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here)."""
+    args = _run_parser().parse_args(argv)
+    return _guard("run", _run, args)
+
+
+def _run(args) -> int:
+    from isa.config import ConfigError, load_config
+
+    from .binary import load_binary
+    from .runtime import execute
+    cfg = None
+    if args.config:
+        try:
+            cfg = load_config(args.config)
+        except ConfigError as exc:
+            raise _Usage(str(exc)) from None
+    model = load_binary(args.binary, config=cfg)
+    given = {}
+    for item in args.input:
+        if "=" not in item:
+            raise _Usage(f"--input {item!r} must be NAME=ARRAY.npy")
+        name, path = item.split("=", 1)
+        try:
+            given[name.lstrip("%")] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise _Usage(f"cannot load {path}: {exc}") from None
+    names = [t.name for t in model.inputs]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise _Usage(f"the model has no input(s) {', '.join(unknown)}; its inputs are "
+                     f"{', '.join(names) or 'none'}")
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise _Usage(f"missing --input for {', '.join(missing)}")
+    for t in model.inputs:
+        v = given[t.name]
+        if str(v.dtype) != t.dtype or tuple(v.shape) != t.shape:
+            raise _Usage(f"input {t.name} is {v.dtype}{list(v.shape)} but the model expects "
+                         f"{t.dtype}{list(t.shape)}")
+    outputs, report, _ = execute(model, given, args.backend)
+    np.savez(args.out, **{f"output_{i}": o for i, o in enumerate(outputs)})
+    if args.report:
+        Path(args.report).write_text(json.dumps(report, indent=2) + "\n")
+    print(report_table(report))
+    print(f"{args.out}: {len(outputs)} output(s): "
+          + ", ".join(f"{o.dtype}{list(o.shape)}" for o in outputs))
+    return EXIT_OK
+
+
+def report_table(report: dict) -> str:
+    lines = [f"{'segment':<8} {'target':<6} {'MACs':>12} {'cycles':>10} {'GEMM util':>9}  op"]
+    for r in report["segments"]:
+        cyc = "-" if r.get("cycles") is None else str(r["cycles"])
+        util = "-" if r.get("gemm_utilisation") is None else f"{r['gemm_utilisation']:.1%}"
+        lines.append(f"{r['name']:<8} {r['target']:<6} {r['macs']:>12} {cyc:>10} {util:>9}  "
+                     f"{r.get('op', '')}")
+    total = report.get("cycles")
+    lines.append(f"total: {report['macs']} MACs, {report['vta_mac_share']:.1%} on VTA"
+                 + (f", {total} VTA cycles" if total is not None else ""))
+    return "\n".join(lines)

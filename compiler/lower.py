@@ -1,0 +1,293 @@
+"""Lowering a blocked convolution (conv2d, dense) with its tail to a :class:`VtaProgram`.
+
+Regions: ``data`` (packed int8 input), ``residual`` (packed int8, optional), ``weights``
+(packed int8), ``consts`` (packed int32, optional) and ``out`` (packed int8; four byte planes
+for an int32 result, low byte first).
+
+Per tile, in program order (tokens in brackets):
+
+* per input-channel chunk: load stage [pop compute->load once the SRAM half was used] INP
+  and WGT loads [push load->compute]; compute [pop load->compute] (first chunk: [pop
+  store->compute once the ACC half was used] GEMM reset) GEMM [push compute->load];
+* compute: constant and residual loads into ACC, the ALU tail [push compute->store];
+* store [pop compute->store] STOREs [push store->compute]. An int32 result is stored as four
+  byte planes: SHR 8 between planes, each waiting for the previous plane's store.
+
+Every pop follows its push in program order, so the stream cannot deadlock; with two virtual
+threads the halves alternate, so the load of chunk *u + 1* and the store of tile *t - 1* run
+while chunk *u* computes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from isa.encoding import AluOp, MemType
+
+from .operators import ConvGeometry
+from .packing import ceil_div
+from .program import ProgramBuilder, VtaProgram
+from .schedule import Schedule, acc_rows, check_fits, input_window, skips_rows
+
+__all__ = ["lower_conv", "region_bytes"]
+
+
+def _ranges(n: int, step: int):
+    return [(i, min(step, n - i)) for i in range(0, n, step)]
+
+
+def region_bytes(geo: ConvGeometry) -> dict[str, int]:
+    cfg, op = geo.cfg, geo.op
+    planes = 4 if op.out_dtype == "int32" else 1
+    sizes = {"data": geo.in_elems * cfg.inp_elem_bytes,
+             "weights": geo.packed_weight.nbytes,
+             "out": planes * geo.out_elems * cfg.out_elem_bytes}
+    if op.residual:
+        sizes["residual"] = geo.out_elems * cfg.batch * cfg.block_out
+    if op.consts:
+        sizes["consts"] = geo.packed_consts.nbytes
+    return sizes
+
+
+def _alu_rows(p: ProgramBuilder, op: AluOp, dst: int, rows: int, *, imm=None, src=None,
+              src_step: int = 0) -> None:
+    """One ALU micro-op over ``rows`` consecutive accumulator entries (two loops if needed)."""
+    inner = rows
+    outer = 1
+    while inner > (1 << 14) - 1:
+        outer *= 2
+        inner = ceil_div(inner, 2)
+    if outer * inner != rows:
+        raise AssertionError("ALU rows must split evenly")
+    src0 = dst if src is None else src
+    loops = [(outer, inner, inner * src_step, 0), (inner, 1, src_step, 0)] if outer > 1 else \
+        [(inner, 1, src_step, 0)]
+    p.alu(op, [(dst, src0, 0)], loops, imm=imm)
+
+
+def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
+    """The program of ``geo`` under schedule ``s`` (which must fit)."""
+    check_fits(geo, s)
+    p = ProgramBuilder()
+    sizes = region_bytes(geo)
+    reg = {name: p.region(name, sizes[name], role) for name, role in (
+        ("data", "input"), ("residual", "input"), ("weights", "param"), ("consts", "param"),
+        ("out", "output")) if name in sizes}
+    _emit_conv(p, geo, s, reg, _Counters())
+    return p.build()
+
+
+class _Counters:
+    """Load units and tiles emitted so far (the token pattern runs on across phases), and the
+    open reuse group: the weight tile each WGT half holds."""
+
+    def __init__(self):
+        self.unit = self.tile = 0
+        self.group = None           # key of the open group (one unit), None if closed
+        self.group_start = 0        # commands emitted when it opened
+        self.held: dict = {}        # WGT half -> weight tile key
+
+
+# A reuse group is one unit (one launch), so that weights loaded by an earlier tile are still
+# in SRAM; it is closed after this many commands to stay far below a launch's capacity.
+_GROUP_COMMANDS = 2048
+
+
+def _open_group(p: ProgramBuilder, n: _Counters, key) -> None:
+    if n.group == key and len(p) - n.group_start < _GROUP_COMMANDS:
+        return
+    _close_group(p, n)
+    p.unit_begin()
+    n.group, n.group_start, n.held = key, len(p), {}
+
+
+def _close_group(p: ProgramBuilder, n: _Counters) -> None:
+    if n.group is not None:
+        p.unit_end()
+        n.group = None
+
+
+def _halves(geo: ConvGeometry, s: Schedule) -> tuple[int, int, int]:
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, s.th, s.tw)
+    return s.tb * s.tci * ih * iw, s.tco * s.tci * kh * kw, acc_rows(geo, s)
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """One output tile: where it lies in the result and in the accumulator."""
+
+    g: int
+    nb0: int
+    tb: int
+    ob0: int
+    tco: int
+    oy0: int
+    th: int
+    ox0: int
+    tw: int
+    acc_base: int
+    res_base: int
+    const_base: int
+
+    @property
+    def rows(self) -> int:
+        return self.tb * self.tco * self.th * self.tw
+
+
+def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: _Counters,
+               placement: tuple | None = None, halves: tuple | None = None) -> None:
+    """Emit ``geo``'s tiles. ``placement`` = (OH, OW, ry, rx, sy, sx) writes output pixel
+    (y, x) at (ry + sy y, rx + sx x) of an OH x OW result (the phases of a transposed
+    convolution); ``halves`` fixes the SRAM half sizes (the largest of several phases)."""
+    op = geo.op
+    oh, ow = geo.out_hw
+    inp_half, wgt_half, acc_half = halves or _halves(geo, s)
+    r_max = s.tb * s.tco * s.th * s.tw
+    # The byte planes of a tile consume their own store->compute tokens, so no token of an
+    # earlier tile may still be waiting: with planes, each tile waits for the last store.
+    reuse = 1 if op.out_dtype == "int32" else s.vt
+    tiles = itertools.product(range(geo.groups), _ranges(geo.nb, s.tb), _ranges(geo.obg, s.tco),
+                              _ranges(oh, s.th), _ranges(ow, s.tw))
+    for g, (nb0, tb), (o0, tco), (oy0, th), (ox0, tw) in tiles:
+        acc_base = (n.tile % s.vt) * acc_half
+        t = _Tile(g, nb0, tb, g * geo.obg + o0, tco, oy0, th, ox0, tw, acc_base,
+                  acc_base + r_max, acc_base + r_max * (2 if op.residual else 1))
+        # Tiles of one output-channel tile share their weights: one group, weights kept.
+        _open_group(p, n, (reg["weights"], g, t.ob0, tco))
+        window = _input_rows(geo, t)
+        chunks = _ranges(geo.cbg, s.tci) if window is not None else []
+        if not chunks:          # the window lies in the padding: no GEMM at all
+            if n.tile >= reuse:
+                p.pop("store", "compute")
+            p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+        for k, (c0, tci) in enumerate(chunks):
+            ihalf = n.unit % s.vt
+            _load_unit(p, geo, s, reg, n, t, window, c0, tci, ihalf * inp_half,
+                       ihalf * wgt_half)
+            p.pop("load", "compute")
+            if k == 0:
+                if n.tile >= reuse:
+                    p.pop("store", "compute")
+                p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+            ih, iw = input_window(geo, th, tw)
+            (sh, sw), (dh, dw) = op.strides, op.dilation
+            row_step = 1 if skips_rows(geo) else sh     # input rows per output row in SRAM
+            _gemm(p, s.layout, acc_base, ihalf * inp_half, ihalf * wgt_half, tb, tco, th, tw,
+                  tci, ih, iw, *geo.kernel, row_step, sw, dh, dw)
+            p.push("compute", "load")
+            n.unit += 1
+        _tail(p, geo, reg, t)
+        _store(p, geo, reg, t, placement)
+        n.tile += 1
+    _close_group(p, n)
+
+
+def _input_rows(geo: ConvGeometry, t: _Tile):
+    """(iy0, ys, ye, ix0, xs, xe): the tile's input window from (iy0, ix0) and its part
+    inside the input, [ys, ye) x [xs, xe); None if that part is empty."""
+    h, w = geo.hw
+    (sh, sw), (pt, pl) = geo.op.strides, geo.op.padding[:2]
+    ih, iw = input_window(geo, t.th, t.tw)
+    iy0, ix0 = t.oy0 * sh - pt, t.ox0 * sw - pl
+    ys, ye, xs, xe = max(iy0, 0), min(iy0 + ih, h), max(ix0, 0), min(ix0 + iw, w)
+    if skips_rows(geo):     # th rows, every sh-th from iy0 (all inside: no vertical padding)
+        ys, ye = iy0, iy0 + ih
+    return None if ye <= ys or xe <= xs else (iy0, ys, ye, ix0, xs, xe)
+
+
+def _load_unit(p, geo, s, reg, n, t: _Tile, window, c0, tci, inp_base, wgt_base) -> None:
+    """The load stage of one chunk: INP blocks with DMA padding, WGT unless the half holds
+    them already; waits for the compute that used the half last."""
+    h, w = geo.hw
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, t.th, t.tw)
+    iy0, ys, ye, ix0, xs, xe = window
+    if n.unit >= s.vt:
+        p.pop("compute", "load")
+    for b, c in itertools.product(range(t.tb), range(tci)):
+        cb = t.g * geo.cbg + c0 + c
+        pitch = geo.op.strides[0] * w if skips_rows(geo) else w
+        p.load(MemType.INP, inp_base + (b * tci + c) * ih * iw, reg["data"],
+               (((t.nb0 + b) * geo.cb + cb) * h + ys) * w + xs, x_size=xe - xs,
+               y_size=ye - ys, x_stride=pitch, y_pad=(ys - iy0, iy0 + ih - ye),
+               x_pad=(xs - ix0, ix0 + iw - xe))
+    ihalf = n.unit % s.vt
+    if n.held.get(ihalf) != (c0, tci):
+        p.load(MemType.WGT, wgt_base, reg["weights"], (t.ob0 * geo.cbg + c0) * kh * kw,
+               x_size=tci * kh * kw, y_size=t.tco, x_stride=geo.cbg * kh * kw)
+        n.held[ihalf] = (c0, tci)
+    p.push("load", "compute")
+
+
+def _tail(p, geo, reg, t: _Tile) -> None:
+    """Constants and residual into ACC, then the ALU steps over the tile's rows."""
+    op = geo.op
+    oh, ow = geo.out_hw
+    if op.consts:
+        p.load(MemType.ACC, t.const_base, reg["consts"], t.ob0, x_size=t.tco,
+               y_size=len(op.consts), x_stride=geo.ob)
+    if op.residual:
+        for o, b in itertools.product(range(t.tco), range(t.tb)):
+            p.load(MemType.ACC_8BIT, t.res_base + (o * t.tb + b) * t.th * t.tw, reg["residual"],
+                   (((t.nb0 + b) * geo.ob + t.ob0 + o) * oh + t.oy0) * ow + t.ox0, x_size=t.tw,
+                   y_size=t.th, x_stride=ow)
+    block = t.tb * t.th * t.tw
+    for step in op.tail:
+        alu = AluOp[step.alu]
+        if step.imm is not None:
+            _alu_rows(p, alu, t.acc_base, t.rows, imm=step.imm)
+        elif step.residual:
+            _alu_rows(p, alu, t.acc_base, t.rows, src=t.res_base, src_step=1)
+        else:   # per output block: dst walks the block's rows, src stays on its constant
+            p.alu(alu, [(t.acc_base, t.const_base + step.const * t.tco, 0)],
+                  [(t.tco, block, 1, 0), (block, 1, 0, 0)])
+    p.push("compute", "store")
+
+
+def _store(p, geo, reg, t: _Tile, placement) -> None:
+    """STORE the tile (as four byte planes with SHR 8 between them for an int32 result)."""
+    oh, ow = geo.out_hw
+    full_h, full_w, ry, rx, sy, sx = placement or (oh, ow, 0, 0, 1, 1)
+    plane_elems = geo.nb * geo.ob * full_h * full_w
+    for plane in range(4 if geo.op.out_dtype == "int32" else 1):
+        if plane:
+            p.pop("store", "compute")
+            _alu_rows(p, AluOp.SHR, t.acc_base, t.rows, imm=8)
+            p.push("compute", "store")
+        p.pop("compute", "store")
+        for o, b in itertools.product(range(t.tco), range(t.tb)):
+            row = t.acc_base + (o * t.tb + b) * t.th * t.tw
+            first = plane * plane_elems + ((t.nb0 + b) * geo.ob + t.ob0 + o) * full_h * full_w
+            if placement is None:
+                p.store(row, reg["out"], first + t.oy0 * ow + t.ox0, x_size=t.tw, y_size=t.th,
+                        x_stride=ow)
+                continue
+            for y in range(t.th):     # every sx-th element of an output row
+                p.store(row + y * t.tw, reg["out"], first + (ry + sy * (t.oy0 + y)) * full_w
+                        + rx + sx * t.ox0, x_size=1, y_size=t.tw, x_stride=sx)
+        p.push("store", "compute")
+
+
+def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,
+          dh, dw) -> None:
+    """The GEMM kernel of one chunk: two loops folded into the instruction, the rest micro-ops."""
+    block = ih * iw
+    taps = kh * kw
+    uops = []
+    if layout == "A":
+        for c, y, x, o, b in itertools.product(range(tci), range(kh), range(kw), range(tco),
+                                               range(tb)):
+            uops.append((acc_base + (o * tb + b) * th * tw,
+                         inp_base + (b * tci + c) * block + y * dh * iw + x * dw,
+                         wgt_base + (o * tci + c) * taps + y * kw + x))
+        loops = [(th, tw, sh * iw, 0), (tw, 1, sw, 0)]
+    else:
+        for y, x, o, b, col in itertools.product(range(kh), range(kw), range(tco), range(tb),
+                                                 range(tw)):
+            uops.append((acc_base + (o * tb + b) * th * tw + col,
+                         inp_base + b * tci * block + y * dh * iw + x * dw + col * sw,
+                         wgt_base + o * tci * taps + y * kw + x))
+        loops = [(th, tw, sh * iw, 0), (tci, 0, block, taps)]
+    p.gemm(uops, loops)

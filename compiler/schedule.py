@@ -1,0 +1,194 @@
+"""Schedules of a VTA convolution: tiles that fit every SRAM, virtual threads, the micro-op
+layout, and an analytical cost model that ranks them.
+
+A tile covers ``tb`` batch blocks x ``tco`` output-channel blocks x ``th`` x ``tw`` output
+pixels; the input channels are reduced in chunks of ``tci`` blocks. With ``vt = 2`` (two virtual
+threads) INP, WGT and ACC are split in halves used alternately, so that the load of one chunk
+and the store of one tile overlap the GEMMs of the next. ``layout`` says which two dimensions
+the GEMM kernel folds into the hardware's two loops: ``"A"`` the output rows and columns (the
+micro-ops enumerate input blocks, kernel taps and output blocks), ``"B"`` the output rows and
+the input blocks (the micro-ops enumerate taps, output blocks and columns).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+
+from isa.config import LOOP_ITER_BITS
+
+from .errors import DoesNotFit
+from .operators import ConvGeometry
+from .packing import ceil_div
+
+__all__ = ["Schedule", "sram_need", "check_fits", "candidates", "estimate", "choose",
+           "hazard_free_layout", "SMALLEST"]
+
+# Micro-ops the lowering adds besides the GEMM kernel (reset and ALU kernels: one each).
+_EXTRA_UOPS = 16
+_MAX_ITER = (1 << LOOP_ITER_BITS) - 1
+
+
+@dataclass(frozen=True)
+class Schedule:
+    tb: int = 1
+    tco: int = 1
+    th: int = 1
+    tw: int = 1
+    tci: int = 1
+    vt: int = 1
+    layout: str = "A"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Schedule":
+        return cls(**d)
+
+    def __str__(self) -> str:
+        return (f"tb={self.tb} tco={self.tco} th={self.th} tw={self.tw} tci={self.tci} "
+                f"vt={self.vt} layout={self.layout}")
+
+
+SMALLEST = Schedule()
+
+
+def skips_rows(geo: ConvGeometry) -> bool:
+    """A kernel one row high with a vertical stride and no vertical padding reads only every
+    ``sh``-th input row: the load DMA's row pitch skips the others (1x1 stride-2 layers)."""
+    pt, _, pb, _ = geo.op.padding
+    return geo.kernel[0] == 1 and geo.op.strides[0] > 1 and pt == pb == 0
+
+
+def input_window(geo: ConvGeometry, th: int, tw: int) -> tuple[int, int]:
+    """Rows and columns of input in SRAM for ``th`` x ``tw`` output pixels."""
+    (sh, sw), (dh, dw) = geo.op.strides, geo.op.dilation
+    kh, kw = geo.kernel
+    rows = th if skips_rows(geo) else (th - 1) * sh + (kh - 1) * dh + 1
+    return rows, (tw - 1) * sw + (kw - 1) * dw + 1
+
+
+def gemm_uops(geo: ConvGeometry, s: Schedule) -> int:
+    kh, kw = geo.kernel
+    if s.layout == "A":
+        return s.tci * kh * kw * s.tb * s.tco
+    return kh * kw * s.tco * s.tb * s.tw
+
+
+def acc_rows(geo: ConvGeometry, s: Schedule) -> int:
+    """Accumulator entries of one half: the tile, its residual, its constants."""
+    r = s.tb * s.tco * s.th * s.tw
+    return r * (2 if geo.op.residual else 1) + len(geo.op.consts) * s.tco
+
+
+def sram_need(geo: ConvGeometry, s: Schedule) -> dict[str, tuple[int, int]]:
+    """(entries needed, entries available) of each on-chip buffer."""
+    cfg = geo.cfg
+    ih, iw = input_window(geo, s.th, s.tw)
+    kh, kw = geo.kernel
+    return {"INP": (s.vt * s.tb * s.tci * ih * iw, cfg.inp_depth),
+            "WGT": (s.vt * s.tco * s.tci * kh * kw, cfg.wgt_depth),
+            "ACC": (s.vt * acc_rows(geo, s), cfg.acc_depth),
+            "UOP": (gemm_uops(geo, s) + _EXTRA_UOPS, cfg.uop_depth)}
+
+
+def fits(geo: ConvGeometry, s: Schedule) -> bool:
+    ih, iw = input_window(geo, s.th, s.tw)
+    if max(s.th, s.tw, s.tci) > _MAX_ITER or (s.layout == "A" and s.th * s.tw == 0):
+        return False
+    return all(need <= have for need, have in sram_need(geo, s).values())
+
+
+def check_fits(geo: ConvGeometry, s: Schedule) -> None:
+    """Raise :class:`DoesNotFit` naming the first buffer that ``s`` overflows."""
+    for buf, (need, have) in sram_need(geo, s).items():
+        if need > have:
+            raise DoesNotFit(f"{geo.op.name}: {geo.op.describe()}: the tile {s} needs {need} "
+                             f"{buf} entries but the {buf} buffer of {geo.cfg.key} has {have}")
+
+
+def hazard_free_layout(geo: ConvGeometry, s: Schedule) -> bool:
+    """True if no GEMM micro-op writes the accumulator entry of one of the two before it
+    (the original hardware's read-after-write hazard rule)."""
+    rows = s.tco * s.tb * (1 if s.layout == "A" else s.tw)
+    return rows >= 3
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _splits(n: int) -> list[int]:
+    """Tile sizes worth trying for an extent ``n``: its divisors and near-even splits."""
+    return sorted(set(_divisors(n)) | {ceil_div(n, k) for k in range(1, min(n, 16) + 1)})
+
+
+def candidates(geo: ConvGeometry):
+    """Every schedule of the space that fits the configuration."""
+    oh, ow = geo.out_hw
+    for tb, tco, th, tw, tci, vt, layout in itertools.product(
+            _divisors(geo.nb), _divisors(geo.obg), _splits(oh), _splits(ow), _divisors(geo.cbg),
+            (1, 2), ("A", "B")):
+        s = Schedule(tb, tco, th, tw, tci, vt, layout)
+        if fits(geo, s):
+            yield s
+
+
+def estimate(geo: ConvGeometry, s: Schedule) -> dict:
+    """Analytical cost: bytes per memory type, micro-ops, instructions and predicted cycles.
+
+    Transfers stream one bus beat per cycle after ``MEM_LATENCY`` per row (each row of a 2-D
+    transfer is at least one burst); GEMM and ALU issue one micro-op per cycle; with two virtual
+    threads loads and stores hide behind compute, otherwise they add up.
+    """
+    cfg, op = geo.cfg, geo.op
+    oh, ow = geo.out_hw
+    kh, kw = geo.kernel
+    ih, iw = input_window(geo, s.th, s.tw)
+    tiles = (geo.groups * ceil_div(geo.nb, s.tb) * ceil_div(geo.obg, s.tco)
+             * ceil_div(oh, s.th) * ceil_div(ow, s.tw))
+    chunks = ceil_div(geo.cbg, s.tci)
+    units = tiles * chunks
+    lat = cfg.mem_latency + 2
+    inp_rows = s.tb * s.tci * ih
+    inp_bytes = units * s.tb * s.tci * ih * iw * cfg.inp_elem_bytes
+    wgt_loads = units
+    if chunks <= s.vt and s.vt % chunks == 0:
+        # the tiles of one output-channel tile keep their weights in SRAM (lower.py)
+        groups = tiles // (ceil_div(oh, s.th) * ceil_div(ow, s.tw))
+        wgt_loads = min(units, groups * max(s.vt, chunks))
+    wgt_bytes = wgt_loads * s.tco * s.tci * kh * kw * cfg.wgt_elem_bytes
+    r = s.tb * s.tco * s.th * s.tw
+    planes = 4 if op.out_dtype == "int32" else 1
+    out_bytes = tiles * r * cfg.out_elem_bytes * planes
+    acc_bytes = tiles * (r * cfg.batch * cfg.block_out * op.residual
+                         + len(op.consts) * s.tco * cfg.acc_elem_bytes)
+    load = (inp_bytes + wgt_bytes) / cfg.bus_bytes + units * inp_rows * lat + wgt_loads * s.tco * lat
+    store = out_bytes / cfg.bus_bytes + tiles * s.tb * s.tco * s.th * lat * planes
+    gemm = geo.out_elems * geo.cbg * kh * kw + units * 8 + tiles * (r + 8)
+    alu = tiles * (r * (len(op.tail) + planes - 1) + 8 * len(op.tail))
+    compute = gemm + alu + acc_bytes / cfg.bus_bytes + tiles * lat * s.tco * op.residual
+    if s.vt == 2:
+        cycles = max(load, compute, store) + (load + store) / max(units, 1)
+    else:
+        cycles = load + compute + store
+    return {"cycles": int(cycles), "inp_bytes": inp_bytes, "wgt_bytes": wgt_bytes,
+            "out_bytes": out_bytes, "acc_bytes": acc_bytes, "gemm_uops": geo.out_elems * geo.cbg
+            * kh * kw, "uop_kernel": gemm_uops(geo, s), "tiles": tiles, "units": units}
+
+
+def choose(geo: ConvGeometry) -> Schedule:
+    """The schedule the cost model ranks first (hazard-free ones preferred); the smallest tile
+    must fit, otherwise :class:`DoesNotFit` names the buffer."""
+    best, best_key = None, None
+    for s in candidates(geo):
+        key = (not hazard_free_layout(geo, s), estimate(geo, s)["cycles"],
+               -s.th * s.tw * s.tco)
+        if best_key is None or key < best_key:
+            best, best_key = s, key
+    if best is None:
+        check_fits(geo, SMALLEST)
+        check_fits(geo, Schedule(layout="B"))
+        raise DoesNotFit(f"{geo.op.name}: no schedule fits {geo.cfg.key}")
+    return best

@@ -1,0 +1,123 @@
+"""Real synthesis of one point: Yosys ``synth_ecp5`` cell counts and nextpnr-ecp5's Fmax.
+
+The core (``hw.verilog.core_verilog``, no AXI shell: the sweep compares accelerators, not board
+glue) is synthesised by YoWASP's Yosys; ``stat -json`` gives every cell type. For the points
+that matter, nextpnr-ecp5 places and routes the netlist out of context (no I/O buffers) on a
+device and reports the achieved clock. Both tools run under ``nice`` with a time limit.
+
+The tools are the bitstream flow's (``bitstreams.tools``: YoWASP's builds, or $YOSYS /
+$NEXTPNR_ECP5), and resources are counted its way (``bitstreams.estimate.synthesis_estimate``),
+so a sweep's figures and ``make bitstream``'s report mean the same. Only the invocation differs:
+the sweep synthesises the bare core and places it out of context, without a board around it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from isa.config import VTAConfig
+
+from .devices import Device
+
+__all__ = ["SynthesisError", "synthesize", "place_and_route", "resources", "tool_versions",
+           "tool_path", "TOP"]
+
+TOP = "vta_core"
+
+
+class SynthesisError(RuntimeError):
+    """A tool is missing, failed or ran out of time; the message says which and why."""
+
+
+def tool_path(tool: str) -> str:
+    """The executable of ``tool`` (``yosys`` or ``nextpnr-ecp5``), as the bitstream flow
+    finds it."""
+    from bitstreams.errors import ToolError
+    from bitstreams.tools import tool_path as flow_tool_path
+    try:
+        return flow_tool_path({"yosys": "YOSYS", "nextpnr-ecp5": "NEXTPNR_ECP5"}[tool])
+    except ToolError as exc:
+        raise SynthesisError(str(exc)) from None
+
+
+@lru_cache(maxsize=1)
+def tool_versions() -> dict:
+    """The tools' own version lines and the flow's Python packages (part of every cache key
+    of a synthesis)."""
+    from bitstreams.tools import tool_versions as flow_versions
+    return flow_versions()
+
+
+def _run(cmd: list, cwd: Path, timeout: float, what: str, log: Path) -> None:
+    nice = [shutil.which("nice"), "-n", "10"] if shutil.which("nice") else []
+    try:
+        with open(log, "w") as fh:
+            proc = subprocess.run(nice + cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
+                                  timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthesisError(f"{what} did not finish in {timeout:.0f} s (log: {log})") from None
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise SynthesisError(f"{what} failed with status {proc.returncode}: "
+                             f"{' | '.join(tail)} (log: {log})")
+
+
+def resources(cells: dict) -> dict:
+    """The four resources of a point from Yosys' cell counts (``num_cells_by_type``), counted
+    as ``make bitstream`` counts them."""
+    from bitstreams.estimate import synthesis_estimate
+    return synthesis_estimate({"num_cells_by_type": cells})
+
+
+def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) -> dict:
+    """Synthesise the core of ``cfg`` in ``workdir``: ``{"cells": {...}, "seconds": s}``.
+
+    The netlist stays in ``workdir/core.json`` for :func:`place_and_route`.
+    """
+    from hw.verilog import core_verilog
+
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "core.v").write_text(core_verilog(cfg, TOP))
+    (work / "synth.ys").write_text(
+        "read_verilog -sv core.v\n"
+        f"synth_ecp5 -top {TOP} -json core.json\n"
+        "tee -q -o stat.json stat -json\n")
+    start = time.monotonic()
+    _run([tool_path("yosys"), "-q", "-l", "yosys.log", "synth.ys"], work, timeout,
+         f"Yosys synth_ecp5 of {cfg.key}", work / "yosys.out")
+    seconds = time.monotonic() - start
+    try:
+        stat = json.loads((work / "stat.json").read_text())
+        cells = stat.get("design", stat)["num_cells_by_type"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise SynthesisError(f"Yosys wrote no readable statistics for {cfg.key}: {exc}") from None
+    cells = {k: int(v) for k, v in cells.items() if not k.startswith("$scopeinfo")}
+    return {"cells": cells, "seconds": round(seconds, 1)}
+
+
+def place_and_route(workdir: "str | Path", device: Device, target_mhz: float, *,
+                    seed: int = 1, timeout: float = 5400) -> dict:
+    """nextpnr-ecp5 on ``workdir/core.json``, out of context on ``device``:
+    ``{"fmax_mhz": f, "used": {bel type: n}, "seconds": s}``."""
+    work = Path(workdir)
+    if not (work / "core.json").exists():
+        raise SynthesisError(f"no netlist in {work}: synthesise first")
+    start = time.monotonic()
+    _run([tool_path("nextpnr-ecp5"), device.nextpnr_flag, "--out-of-context", "--json",
+          "core.json", "--freq", str(target_mhz), "--timing-allow-fail", "--seed", str(seed),
+          "--threads", "1", "--report", "pnr.json"], work, timeout,
+         f"nextpnr-ecp5 on {device.name}", work / "nextpnr.log")
+    seconds = time.monotonic() - start
+    try:
+        report = json.loads((work / "pnr.json").read_text())
+        fmax = min(c["achieved"] for c in report["fmax"].values())
+        used = {k: v["used"] for k, v in report["utilization"].items() if v["used"]}
+    except (OSError, ValueError, KeyError) as exc:
+        raise SynthesisError(f"nextpnr wrote no readable report in {work}: {exc}") from None
+    return {"fmax_mhz": round(float(fmax), 2), "used": used, "seconds": round(seconds, 1)}

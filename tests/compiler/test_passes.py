@@ -1,0 +1,165 @@
+"""Each pass of the compiler with a before and an after."""
+
+import numpy as np
+
+import relay
+from relay.printer import module_to_text
+
+from compiler.graph import build_graph
+from compiler.packing import (expand_groups, pack_activation, pack_channel_const, pack_weight,
+                              planes_to_int32, unpack_activation)
+from compiler.partition import partition_for_vta, prepare, vta_functions, vta_operator
+from isa.config import load_config
+
+BEFORE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 6, 6), int8], %r: Tensor[(1, 8, 6, 6), int8]) {
+  %0 = nn.conv2d(%x, meta[relay.Constant][0], padding=[1, 1], out_dtype="int32");
+  %1 = nn.bias_add(%0, meta[relay.Constant][1]);
+  %2 = add(%1, cast(%r, dtype="int32"));
+  %3 = right_shift(add(%2, 8), 4);
+  %4 = cast(clip(%3, a_min=-128f, a_max=127f), dtype="int8");
+  nn.avg_pool2d(%4, pool_size=[2, 2], padding=[1, 1])
+}
+"""
+
+AFTER = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 6, 6), int8], %r: Tensor[(1, 8, 6, 6), int8]) {
+  %7 = fn (%data: Tensor[(1, 4, 6, 6), int8], %residual: Tensor[(1, 8, 6, 6), int8], Primitive=1, Compiler="vta", global_symbol="vta_0") -> Tensor[(1, 8, 6, 6), int8] {
+    %0 = nn.conv2d(%data, meta[relay.Constant][0], padding=[1, 1], out_dtype="int32");
+    %1 = nn.bias_add(%0, meta[relay.Constant][1]);
+    %2 = cast(%residual, dtype="int32");
+    %3 = add(%1, %2);
+    %4 = add(%3, 8);
+    %5 = right_shift(%4, 4);
+    %6 = clip(%5, a_min=-128f, a_max=127f);
+    cast(%6, dtype="int8")
+  };
+  %8 = %7(%x, %r);
+  nn.avg_pool2d(%8, pool_size=[2, 2], padding=[1, 1])
+}
+"""
+
+
+def _module():
+    rng = np.random.default_rng(0)
+    w = rng.integers(-128, 128, (8, 4, 3, 3)).astype(np.int8)
+    b = rng.integers(-100, 100, 8).astype(np.int32)
+    return _parse_with_consts(w, b)
+
+
+def _parse_with_consts(w, b):
+    text = BEFORE.replace("meta[relay.Constant][0]", "%w").replace("meta[relay.Constant][1]", "%b")
+    text = text.replace("%r: Tensor[(1, 8, 6, 6), int8])",
+                        "%r: Tensor[(1, 8, 6, 6), int8], %w: Tensor[(8, 4, 3, 3), int8], "
+                        "%b: Tensor[(8), int32])")
+    return prepare(relay.parse(text), {"w": w, "b": b})
+
+
+def test_partition_for_vta_before_after():
+    mod = _module()
+    after = partition_for_vta(mod)
+    text = module_to_text(after)
+    assert text.split("#[metadata]")[0].strip() == AFTER.strip()
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, (1, 4, 6, 6)).astype(np.int8)
+    r = rng.integers(-128, 128, (1, 8, 6, 6)).astype(np.int8)
+    np.testing.assert_array_equal(relay.run(after, x, r), relay.run(mod, x, r))
+    (call,) = vta_functions(after["main"].body)
+    op = vta_operator(call.op, "vta0")
+    assert op.describe() == ("conv2d 4->8 3x3/1 on 6x6 [ADD const0, ADD residual, ADD 8, SHR 4, "
+                             "MAX -128, MIN 127] -> int8")
+
+
+def test_partition_of_pools_and_int8_elementwise():
+    """Pools and add/multiply of two widened int8 tensors become VTA operators; an average
+    pool without count_include_pad over padding (a divisor per position) stays on the CPU."""
+    text = """#[version = "0.0.5"]
+def @main(%a: Tensor[(1, 8, 6, 6), int8], %b: Tensor[(1, 8, 6, 6), int8]) {
+  %0 = add(cast(%a, dtype="int32"), cast(%b, dtype="int32"));
+  %1 = cast(clip(right_shift(%0, 1), a_min=-128f, a_max=127f), dtype="int8");
+  %2 = nn.max_pool2d(%1, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]);
+  %3 = nn.global_avg_pool2d(%2);
+  %4 = nn.avg_pool2d(%1, pool_size=[3, 3], padding=[1, 1]);
+  (%3, %4)
+}
+"""
+    after = partition_for_vta(prepare(relay.parse(text)), load_config("default"))
+    ops = [vta_operator(c.op, "v").describe() for c in vta_functions(after["main"].body)]
+    assert ops == ["int8 add on [1, 8, 6, 6] [SHR 1, MAX -128, MIN 127] -> int8",
+                   "max_pool 3x3/2 on 8x6x6 -> int8", "avg_pool 3x3/1 on 8x3x3 -> int8"]
+    from compiler.graph import dataflow_order
+    from relay.ir import Call, Op
+    left = [n.op.name for n in dataflow_order(after["main"].body)
+            if isinstance(n, Call) and isinstance(n.op, Op)]
+    assert left == ["nn.avg_pool2d"]
+
+
+def test_partition_keeps_what_vta_cannot_run():
+    """A tail step whose input has another user ends the operator; int32 results stay int32;
+    float and non-constant weights are left to the CPU."""
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 4, 4), int8], %w: Tensor[(4, 4, 1, 1), int8], %f: Tensor[(2, 4), float32]) {
+  %0 = nn.conv2d(%x, meta[relay.Constant][0], out_dtype="int32");
+  %1 = right_shift(%0, 2);
+  %2 = nn.conv2d(%x, %w, out_dtype="int32");
+  %3 = nn.dense(%f, meta[relay.Constant][1]);
+  (add(%1, %1), %2, %3)
+}
+"""
+    text = text.replace("meta[relay.Constant][0]", "%c0").replace("meta[relay.Constant][1]", "%c1")
+    text = text.replace("%f: Tensor[(2, 4), float32])", "%f: Tensor[(2, 4), float32], "
+                        "%c0: Tensor[(4, 4, 1, 1), int8], %c1: Tensor[(3, 4), float32])")
+    mod = prepare(relay.parse(text), {"c0": np.ones((4, 4, 1, 1), np.int8),
+                                      "c1": np.ones((3, 4), np.float32)})
+    after = partition_for_vta(mod)
+    (call,) = vta_functions(after["main"].body)
+    assert vta_operator(call.op, "v").describe() == "conv2d 4->4 1x1/1 on 4x4 [SHR 2] -> int32"
+    model = build_graph(after["main"], load_config("default"))
+    kinds = [(s.target, getattr(s, "kind", "")) for s in model.segments]
+    assert kinds.count(("vta", "")) == 1
+    relay_ops = sorted(s.function.body.op.name for s in model.segments
+                       if s.target == "cpu" and s.kind == "relay")
+    assert relay_ops == ["add", "nn.conv2d", "nn.dense"]
+
+
+def test_packing_before_after():
+    x = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)
+    p = pack_activation(x, 1, 2)            # C = 3 -> two blocks of 2, the last zero-padded
+    assert p.shape == (2, 2, 2, 2, 1, 2)
+    assert p[0, 0, 0, 0, 0].tolist() == [x[0, 0, 0, 0], x[0, 1, 0, 0]]
+    assert p[1, 1, 1, 1, 0].tolist() == [x[1, 2, 1, 1], 0]
+    np.testing.assert_array_equal(unpack_activation(p, 2, 3), x)
+    pb = pack_activation(x, 2, 4)           # batch blocks of 2
+    assert pb.shape == (1, 1, 2, 2, 2, 4)
+    assert pb[0, 0, 1, 0, 1].tolist() == [x[1, 0, 1, 0], x[1, 1, 1, 0], x[1, 2, 1, 0], 0]
+    w = np.arange(3 * 2 * 1 * 1, dtype=np.int8).reshape(3, 2, 1, 1)
+    pw = pack_weight(w, 2, 2)
+    assert pw.shape == (2, 1, 1, 1, 2, 2)
+    assert pw[1, 0, 0, 0].tolist() == [[4, 5], [0, 0]]
+    assert pack_channel_const(np.array([1, 2, 3], np.int32), 2, 2).tolist() == \
+        [[[1, 2], [1, 2]], [[3, 0], [3, 0]]]
+    dw = np.array([[[[1]]], [[[2]]], [[[3]]], [[[4]]]], np.int8)    # depthwise, 4 groups
+    assert expand_groups(dw, 4, 2)[:, :, 0, 0].tolist() == [[1, 0], [0, 2], [3, 0], [0, 4]]
+    y = np.array([-1, 70000, -(1 << 31), 12345678], np.int32)
+    planes = np.stack([((y.astype(np.int64) >> (8 * k)) & 0xFF).astype(np.uint8).view(np.int8)
+                       for k in range(4)])
+    np.testing.assert_array_equal(planes_to_int32(planes), y)
+
+
+def test_simplify_tail_before_after():
+    from compiler.operators import TailOp as T, simplify_tail
+    before = (T("ADD", const=0), T("ADD", imm=0), T("SHR", imm=9), T("MAX", imm=0),
+              T("MAX", imm=-128), T("MIN", imm=127), T("MUL", imm=1), T("MIN", imm=100))
+    after = (T("ADD", const=0), T("SHR", imm=9), T("MAX", imm=0), T("MIN", imm=100))
+    assert simplify_tail(before) == after
+    rng = np.random.default_rng(0)
+    y = rng.integers(-2 ** 31, 2 ** 31, 1000).astype(np.int64)
+
+    def run(steps):
+        v = y.copy()
+        for t in steps:
+            b = 5 if t.const is not None else t.imm
+            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+                 "MIN": lambda: np.minimum(v, b), "MUL": lambda: v * b}[t.alu]()
+        return v
+    np.testing.assert_array_equal(run(before), run(after))

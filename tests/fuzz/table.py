@@ -1,0 +1,123 @@
+"""The fuzz table: each ``vta`` command, how to build its command line from fuzzed files, the
+exit statuses it may answer with, and how many examples the default run tries.
+
+To fuzz a new command, add a :class:`FuzzCommand` row: a strategy drawing the input files
+(``{"name": bytes}``) and extra arguments, and ``argv(tmp, files, out)`` building the command
+line. The harness checks the rest (tests/fuzz/harness.py). The commands to come fit like this:
+
+* ``compile`` / ``import``: ``inputs.text_file(inputs.relay_seeds())`` or
+  ``mutate_bytes`` of a small ONNX model's bytes, ``-o out.vtab``; allowed ``ANY``;
+* ``run`` on ``.vtab``: ``mutate_bytes`` of a compiled binary (and its structure, like
+  ``image_file`` does for images), with ``--timeout``; allowed ``ANY | {EXIT_TIMEOUT}``;
+* ``tune`` / ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
+  ``text_file``, with the option values that make them fail before the expensive work.
+
+Such commands read with :mod:`isa.safeio` (bounded, UTF-8, pickle-free, atomic outputs) and
+raise exceptions carrying an ``exit_code`` (:mod:`isa.errors`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from hypothesis import strategies as st
+
+from isa.errors import EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_USAGE
+
+from . import inputs
+
+ANY = {EXIT_OK, EXIT_REJECTED, EXIT_USAGE}
+INPUT = {EXIT_OK, EXIT_USAGE}          # commands that only read files: no program is run
+
+
+@dataclass
+class FuzzCommand:
+    name: str
+    files: Callable[[], st.SearchStrategy]          # -> {"file name": bytes}
+    argv: Callable[[Path, dict, Path], list]        # (tmp, {name: path}, out) -> argv
+    allowed: set = field(default_factory=lambda: set(ANY))
+    examples: int = 40
+    extra: Callable[[], st.SearchStrategy] = lambda: st.just([])   # more arguments
+    out_name: str = "out.npz"                                      # the output file's name
+
+
+def _one(name: str, strategy) -> Callable[[], st.SearchStrategy]:
+    return lambda: strategy.map(lambda data: {name: data})
+
+
+#: Option values that a careless script passes.
+TIMEOUTS = st.sampled_from(["nan", "-1", "0", "inf", "1e309", "abc", "", "2", "0.5"])
+CONFIG_NAMES = st.sampled_from(["small", "default", "nope", "../configs/small", "", "a" * 5000,
+                                "/dev/null", "/dev/zero", "."])
+
+def _invalid_config(text: str) -> bool:
+    """True if the configuration is rejected (elaborating a valid one takes seconds)."""
+    from isa.config import VTAConfig
+    from isa.errors import InputError
+
+    try:
+        VTAConfig.from_json(text)
+    except InputError:
+        return True
+    return False
+
+
+SIM_OPTIONS = st.lists(st.sampled_from([
+    ["--size", "0"], ["--size", "-16"], ["--size", "7"], ["--size", "9" * 60],
+    ["--size", "1048576"], ["--backend", "gpu"], ["--config", "nope"], ["--config", "/dev/zero"],
+    ["--size", "16"]]), min_size=1, max_size=3).map(lambda xs: [a for x in xs for a in x])
+
+TABLE = [
+    FuzzCommand("run functional", _one("image.npz", inputs.image_file()),
+                lambda tmp, f, out: ["run", f["image.npz"], "--out", out, "--timeout", "3"],
+                allowed=ANY | {EXIT_TIMEOUT}, examples=60),
+    FuzzCommand("run cycle", _one("image.npz", inputs.image_file()),
+                lambda tmp, f, out: ["run", f["image.npz"], "--backend", "cycle", "--out", out,
+                                     "--timeout", "3"],
+                allowed=ANY | {EXIT_TIMEOUT}, examples=30),
+    FuzzCommand("run options", _one("image.npz", st.sampled_from(inputs.image_seeds())),
+                lambda tmp, f, out: ["run", f["image.npz"], "--out", out],
+                allowed=ANY, examples=15,
+                extra=lambda: st.lists(st.sampled_from([
+                    ["--timeout", "nan"], ["--timeout", "-1"], ["--timeout", "inf"],
+                    ["--timeout", "0"], ["--link", "usb"], ["--backend", "gpu"],
+                    ["--schedule", "random"], ["--seed", "9" * 5000], ["--check-races"],
+                    ["--trace", "/nonexistent/t.json"], ["--backend", "cycle"]]),
+                    max_size=3).map(lambda xs: [a for x in xs for a in x])),
+    FuzzCommand("asm", _one("prog.s", inputs.text_file(inputs.asm_seeds())),
+                lambda tmp, f, out: ["asm", f["prog.s"], "-o", out, "--config", "small"],
+                allowed=INPUT, examples=120, out_name="out.bin"),
+    FuzzCommand("disasm", lambda: st.one_of(
+                    inputs.image_file().map(lambda d: {"prog.npz": d}),
+                    st.binary(max_size=200).map(lambda d: {"prog.bin": d})),
+                lambda tmp, f, out: ["disasm", *f.values(), "--numbered"],
+                allowed=INPUT, examples=60),
+    FuzzCommand("config", _one("cfg.json", inputs.config_text().map(
+                    lambda t: t.encode("utf-8", "surrogatepass"))),
+                lambda tmp, f, out: ["config", f["cfg.json"]],
+                allowed=INPUT, examples=80),
+    FuzzCommand("config name", lambda: st.just({}),
+                lambda tmp, f, out: ["config"], allowed=INPUT, examples=9,
+                extra=lambda: CONFIG_NAMES.map(lambda n: [n])),
+    FuzzCommand("relay check", _one("p.rly", inputs.text_file(inputs.relay_seeds())),
+                lambda tmp, f, out: ["relay", "check", f["p.rly"]], examples=60),
+    FuzzCommand("relay print", _one("p.rly", inputs.text_file(inputs.relay_seeds()[:3])),
+                lambda tmp, f, out: ["relay", "print", f["p.rly"], "-o", out], examples=30,
+                out_name="out.rly"),
+    FuzzCommand("relay run", lambda: st.fixed_dictionaries({
+                    "p.rly": inputs.text_file(inputs.RELAY_SMALL), "x.npy": inputs.npy_file()}),
+                lambda tmp, f, out: ["relay", "run", f["p.rly"], "--input", f"x={f['x.npy']}",
+                                     "--out", out], examples=40),
+    FuzzCommand("verilog", _one("cfg.json", inputs.config_text().filter(_invalid_config).map(
+                    lambda t: t.encode("utf-8", "surrogatepass"))),
+                lambda tmp, f, out: ["verilog", "--config", f["cfg.json"], "-o", out],
+                allowed={EXIT_USAGE}, examples=20, out_name="out.v"),
+    FuzzCommand("sim", lambda: st.just({}),
+                lambda tmp, f, out: ["sim", "--workload", "gemm", "--quick", "--config", "tiny"],
+                allowed=ANY, examples=10, extra=lambda: SIM_OPTIONS),
+    FuzzCommand("trace-plot", _one("t.json", inputs.trace_file()),
+                lambda tmp, f, out: ["trace-plot", f["t.json"], "-o", out],
+                allowed=INPUT, examples=14, out_name="out.png"),
+]

@@ -1,0 +1,235 @@
+"""The quantiser: batch-norm folding, the rounding it states, the integer programs it emits, and
+their agreement with the float model in the Relay interpreter."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import relay
+from relay import transform as T
+from relay.analysis import post_order
+from relay.ir import Call, Op
+from relay.quantize import (QConfig, QuantizeError, exponent_for, fold_affine_into_anchor, prepare, quantize,
+                            round_half_away)
+from relay.quantize.realize import quantize_input, shift_round
+
+
+def _ops(mod):
+    return [n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+def _run_expr(build, *arrays):
+    """Evaluate ``build(*vars)`` in the interpreter on ``arrays``."""
+    vs = [relay.Var(f"a{i}", relay.TensorType(a.shape, str(a.dtype))) for i, a in enumerate(arrays)]
+    mod = relay.IRModule({"main": relay.Function(vs, build(*vs))})
+    return relay.run(mod, *arrays)
+
+
+# ---------------------------------------------------------------- rounding
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.integers(-2 ** 24, 2 ** 24), min_size=1, max_size=16), st.integers(1, 7))
+def test_requantisation_rounds_half_up(values, s):
+    """``(y + 2**(s-1)) >> s`` is floor(y / 2**s + 1/2), in exact integers."""
+    y = np.array(values, np.int32)
+    got = _run_expr(lambda v: shift_round(v, s), y)
+    want = [(2 * v + 2 ** s) // 2 ** (s + 1) for v in values]   # floor(v/2^s + 1/2) exactly
+    assert got.dtype == np.int32 and got.tolist() == want
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(st.lists(st.integers(-2 ** 20, 2 ** 20), min_size=3, max_size=3), st.lists(st.integers(0, 6), min_size=3,
+                                                                                       max_size=3))
+def test_per_channel_shift(values, shifts):
+    y = np.array(values, np.int32).reshape(1, 3, 1, 1)
+    got = _run_expr(lambda v: shift_round(v, np.array(shifts), (3, 1, 1)), y).ravel().tolist()
+    assert got == [(2 * v + 2 ** s) // 2 ** (s + 1) if s else v for v, s in zip(values, shifts)]
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.floats(-300, 300, allow_nan=False, width=32), min_size=1, max_size=16), st.integers(-8, 2))
+def test_input_quantisation_rounds_half_away_and_saturates(values, e):
+    x = np.array(values, np.float32)
+    got = _run_expr(lambda v: quantize_input(v, e), x)
+    scaled = x.astype(np.float32) * np.float32(2.0 ** -e)    # the program multiplies in float32
+    want = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -128, 127).astype(np.int8)
+    assert got.dtype == np.int8 and got.tolist() == want.tolist()
+
+
+def test_round_half_away_and_ties():
+    assert round_half_away([0.5, 1.5, -0.5, -2.5, 2.4999]).tolist() == [1, 2, -1, -3, 2]
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.floats(1e-6, 1e6, allow_nan=False))
+def test_exponent_is_the_tightest_power_of_two(m):
+    e = exponent_for(m)
+    assert m / 2.0 ** e <= 127 < m / 2.0 ** (e - 1)
+
+
+def test_exponent_of_exact_powers_and_zero():
+    assert exponent_for(127.0) == 0 and exponent_for(127.5) == 1 and exponent_for(0.0) == 0
+    assert exponent_for(np.array([127.0, 254.0, 0.0])).tolist() == [0, 1, 0]
+
+
+# ---------------------------------------------------------------- batch-norm folding (a pass: before/after)
+
+
+def test_fold_affine_into_anchor_before_and_after():
+    model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10)
+    before = T.sequential(lambda m: T.bind_params(m, params), T.simplify_inference, T.fold_constant)(model)
+    after = T.fold_constant(fold_affine_into_anchor(before))
+    assert _ops(before).count("multiply") > 0
+    ops = _ops(after)
+    assert "multiply" not in ops and "nn.batch_norm" not in ops
+    assert ops.count("nn.bias_add") == ops.count("nn.conv2d") + ops.count("nn.dense") == 21
+    # Every anchor is followed by exactly one bias_add.
+    for n in post_order(after["main"].body):
+        if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "nn.bias_add":
+            assert n.args[0].op.name in ("nn.conv2d", "nn.dense")
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype("float32")
+    want = relay.run(model, x, *params.values())
+    np.testing.assert_allclose(relay.run(after, x), want, rtol=1e-4, atol=1e-6)
+
+
+def test_fold_stops_at_a_shared_value():
+    mod = relay.parse('''
+def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
+  %0 = nn.conv2d(%x, ones(shape=[3, 2, 1, 1], dtype="float32"));
+  %1 = multiply(%0, 2f);
+  (%1, %0)
+}''')
+    after = fold_affine_into_anchor(T.fold_constant(mod))
+    assert "multiply" in _ops(after)
+
+
+# ---------------------------------------------------------------- the integer program
+
+
+def _zoo_quantized(config=QConfig(), samples=6, seed=0):
+    model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10, seed=seed)
+    rng = np.random.default_rng(seed)
+    cal = {"data": rng.standard_normal((samples, 1, 3, 16, 16)).astype("float32")}
+    return model, params, cal, quantize(model, params, cal, config)
+
+
+@pytest.fixture(scope="module")
+def resnet_q():
+    return _zoo_quantized()
+
+
+def test_integer_program_follows_the_contract(resnet_q):
+    """Anchors take int8 data and weights and accumulate in int32; no float operator is left
+    between the input quantisation and the output dequantisation."""
+    _, _, _, q = resnet_q
+    assert q.report.float_ops == ("nn.softmax",)   # after the classifier, on the CPU
+    anchors = 0
+    for n in post_order(q.mod["main"].body):
+        if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name in ("nn.conv2d", "nn.dense"):
+            anchors += 1
+            assert n.args[0].checked_type.dtype == "int8" and n.args[1].checked_type.dtype == "int8"
+            assert n.checked_type.dtype == "int32"
+            assert isinstance(n.args[1], relay.Constant)
+        if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "right_shift":
+            s = n.args[1].data
+            assert s.dtype == np.int32 and s.ndim == 0 and s >= 1
+            assert n.args[0].op.name == "add" and n.args[0].args[1].data == 1 << (int(s) - 1)
+    assert anchors == 21
+    floats = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and n.checked_type is not None
+              and getattr(n.checked_type, "dtype", "") == "float32"]
+    # Only the input quantisation (multiply, round, clip) and output dequantisation (cast, multiply)
+    # and the softmax that follows it are float.
+    assert sorted(n.op.name for n in floats) == ["cast", "clip", "multiply", "multiply", "nn.softmax", "round"]
+
+
+def test_quantised_resnet_agrees_with_float(resnet_q):
+    """Scores (before the softmax) within cosine 0.99; a top-1 class may differ only where the float
+    model itself has a near tie (random weights on random inputs give close scores)."""
+    _, _, cal, q = resnet_q
+    r = q.report
+    assert r.samples == 6 and r.cosine_min > 0.99 and r.top5 == 1.0 and r.top1 >= 0.8
+    float_scores = relay.IRModule({"main": relay.Function(q.float_mod["main"].params, q.float_mod["main"].body.args[0])})
+    int_scores = relay.IRModule({"main": relay.Function(q.mod["main"].params, q.mod["main"].body.args[0])})
+    for x in cal["data"]:
+        f, i = relay.run(float_scores, x)[0], relay.run(int_scores, x)[0]
+        if np.argmax(f) != np.argmax(i):
+            assert f.max() - f[np.argmax(i)] < 0.05 * (f.max() - f.min())
+
+
+def test_agreement_is_measured_against_the_unprepared_float_model(resnet_q):
+    """The float reference of the report is the prepared model, which equals the imported one."""
+    model, params, cal, q = resnet_q
+    x = cal["data"][0]
+    np.testing.assert_allclose(relay.run(q.float_mod, x), relay.run(model, x, *params.values()), rtol=1e-4,
+                               atol=1e-6)
+    out = relay.run(q.mod, x)
+    assert out.dtype == np.float32 and out.shape == (1, 10)
+
+
+def test_per_channel_weights():
+    *_, q = _zoo_quantized(QConfig(per_channel=True), samples=4, seed=1)
+    vec = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)
+           and n.op.name == "right_shift" and n.args[1].data.ndim == 3]
+    assert len(vec) == 20   # one per convolution (the dense's per-channel shift is 1-D)
+    assert q.report.cosine_min > 0.99 and q.report.top1 == 1.0
+
+
+def test_one_conv_layer_against_numpy():
+    """An independent integer reference: conv + bias + relu, requantised by hand with numpy."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 2, 3, 3)).astype("float32")
+    b = rng.standard_normal(4).astype("float32")
+    mod = relay.parse('''
+def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(4, 2, 3, 3), float32], %b: Tensor[(4), float32]) {
+  nn.relu(nn.bias_add(nn.conv2d(%x, %w, padding=[1, 1]), %b))
+}''')
+    cal = {"x": rng.standard_normal((5, 1, 2, 6, 6)).astype("float32")}
+    q = quantize(mod, {"w": w, "b": b}, cal)
+    ex = q.exponents["x"]
+    x = cal["x"][2]
+    xq = np.clip(np.sign(x * 2.0 ** -ex) * np.floor(np.abs(x * 2.0 ** -ex) + 0.5), -128, 127).astype(np.int64)
+    ew = exponent_for(np.abs(w).max())
+    wq = np.clip(round_half_away(w / 2.0 ** ew), -128, 127).astype(np.int64)
+    bq = round_half_away(b / 2.0 ** (ex + ew)).astype(np.int64)
+    xp = np.pad(xq, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    acc = np.zeros((1, 4, 6, 6), np.int64)
+    for i in range(6):
+        for j in range(6):
+            acc[0, :, i, j] = np.einsum("cij,ocij->o", xp[0, :, i:i + 3, j:j + 3], wq)
+    acc = np.maximum(acc + bq.reshape(4, 1, 1), 0)
+    float_out = relay.run(q.float_mod, x)
+    e_out = exponent_for(max(np.abs(relay.run(q.float_mod, s)).max() for s in cal["x"]))
+    s = e_out - (ex + ew)
+    want = np.clip((acc + (1 << (s - 1))) >> s, -128, 127).astype(np.float32) * 2.0 ** e_out
+    got = relay.run(q.mod, x)
+    np.testing.assert_array_equal(got, want)
+    # Input and weight rounding add to the output's own: a few output steps at most.
+    assert np.max(np.abs(got - float_out)) <= 2 * 2.0 ** e_out
+    assert np.mean(np.abs(got - float_out)) <= 0.5 * 2.0 ** e_out
+
+
+def test_skip_by_layer_index_and_operator_pattern():
+    model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10)
+    cal = {"data": np.random.default_rng(0).standard_normal((2, 1, 3, 16, 16)).astype("float32")}
+    q = quantize(model, params, cal, QConfig(skip_layers=(0,), skip_ops=("nn.dense",)))
+    anchors = [n for n in post_order(q.mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)
+               and n.op.name in ("nn.conv2d", "nn.dense")]
+    kinds = [n.checked_type.dtype for n in anchors]
+    assert kinds[0] == "float32" and kinds[-1] == "float32" and set(kinds[1:-1]) == {"int32"}
+    assert sorted(set(q.report.float_ops)) == ["nn.bias_add", "nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.relu",
+                                               "nn.softmax"]
+    assert "left in float" in str(q.report)
+    with pytest.raises(QuantizeError, match="skip_layers \\[30\\] out of range: the model has 21"):
+        quantize(model, params, cal, QConfig(skip_layers=(30,)))
+
+
+@pytest.mark.parametrize("cal,message", [
+    ({"image": np.zeros((2, 1, 3, 16, 16), "float32")}, "the model's inputs are \\['data'\\]"),
+    ({"data": np.zeros((1, 3, 16, 16), "float32")}, "expected \\(S, 1, 3, 16, 16\\)"),
+    ({"data": np.zeros((2, 1, 3, 16, 16), "int32")}, "float data is needed"),
+    ({"data": np.zeros((0, 1, 3, 16, 16), "float32")}, "no samples"),
+])
+def test_bad_calibration_data(cal, message):
+    model, params = relay.zoo.resnet18(image_shape=(3, 16, 16), classes=10)
+    with pytest.raises(QuantizeError, match=message):
+        quantize(model, params, cal)
