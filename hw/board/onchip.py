@@ -31,19 +31,22 @@ class SramSignature(wiring.Signature):
 
 
 class MemPortSram(wiring.Component):
-    """The core's memory port (``port``, one burst at a time) onto an SRAM port (``sram``).
+    """The core's memory port (``port``) onto an SRAM port (``sram``), one burst at a time.
 
-    Timing, for a command handshake in cycle *t*: a read's first beat is offered in *t* + 2,
-    then one beat per cycle while the core accepts; a write's beats are accepted from *t* + 1,
-    one per cycle, and ``wr_ack`` pulses in the cycle after the last. ``cmd.ready`` is high
-    when no burst is outstanding and ``hold`` is low. ``idle`` is high when no burst is
-    outstanding: the SRAM port is free for another user in such a cycle unless ``port.cmd``
-    is valid.
+    The port allows several bursts in flight; this memory accepts one at a time (it holds
+    ``rcmd.ready``/``wcmd.ready`` low meanwhile), a read before a write offered in the same
+    cycle. Timing, for a command handshake in cycle *t*: a read's first beat is offered in
+    *t* + 2, then one beat per cycle while the core accepts; a write's beats are accepted from
+    *t* + 1, one per cycle, and ``wr_ack`` pulses in the cycle after the last. Commands are
+    accepted when no burst is under way and ``hold`` is low. ``idle`` is high when no burst is
+    under way: the SRAM port is free for another user in such a cycle unless the core offers
+    a command (``busy_next``).
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
+                          "busy_next": Out(1),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
 
     def elaborate(self, platform):
@@ -56,16 +59,19 @@ class MemPortSram(wiring.Component):
         m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(sram.rdata),
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
+        m.d.comb += self.busy_next.eq(port.rcmd.valid | port.wcmd.valid)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.idle.eq(1), port.cmd.ready.eq(~self.hold)]
-                with m.If(port.cmd.valid & ~self.hold):
-                    m.d.sync += [addr.eq(port.cmd.payload.addr >> shift),
-                                 left.eq(port.cmd.payload.len + 1)]
-                    with m.If(port.cmd.payload.write):
-                        m.next = "WRITE"
-                    with m.Else():
-                        m.next = "READ"
+                m.d.comb += [self.idle.eq(1), port.rcmd.ready.eq(~self.hold),
+                             port.wcmd.ready.eq(~self.hold & ~port.rcmd.valid)]
+                with m.If(port.rcmd.valid & ~self.hold):
+                    m.d.sync += [addr.eq(port.rcmd.payload.addr >> shift),
+                                 left.eq(port.rcmd.payload.len + 1)]
+                    m.next = "READ"
+                with m.Elif(port.wcmd.valid & ~self.hold):
+                    m.d.sync += [addr.eq(port.wcmd.payload.addr >> shift),
+                                 left.eq(port.wcmd.payload.len + 1)]
+                    m.next = "WRITE"
             with m.State("READ"):
                 # The read port's output register is the one-beat buffer: it advances when
                 # empty or when the core takes the beat in it.
@@ -126,7 +132,7 @@ class OnChipMemory(wiring.Component):
         read_lane = Signal(max(1, lane_bits))
         reading = Signal()
         host = Signal()                      # the host owns the SRAM port in this cycle
-        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~self.port.cmd.valid)
+        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~ad.busy_next)
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += reading.eq(host & ~bus.we)
         m.d.sync += read_lane.eq(lane)
