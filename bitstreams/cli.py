@@ -7,6 +7,7 @@ unknown board or configuration, a missing bitstream); 3 a tool is missing or fai
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,20 @@ def _config(name):
         raise UsageError(f"configuration {name!r}: {exc}") from None
 
 
+def _terminate_as_interrupt(signum, frame):
+    # A SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the running tool is killed too.
+    raise KeyboardInterrupt
+
+
 def bitstream_command(args) -> int:
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        return _bitstream(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _bitstream(args) -> int:
     from .boards import get_board
     from .build import build_bitstream
     from .progress import Progress

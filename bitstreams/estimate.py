@@ -3,7 +3,8 @@
 Two estimates, both before nextpnr runs:
 
 * :func:`config_estimate` — from the configuration alone, in no time: lower bounds (the GEMM
-  array's int8 products, one MULT18X18D each; the buffers' block RAM at the best DP16KD
+  array's int8 products, one MULT18X18D each, and the ALU lanes' 32-bit multiplies, three
+  each — the partial products below bit 32 —; the buffers' block RAM at the best DP16KD
   aspect ratio). A configuration over these bounds cannot fit whatever the synthesis does.
 * :func:`synthesis_estimate` — from Yosys' cell counts after ``synth_ecp5`` (``stat -json``):
   DP16KD and MULT18X18D exactly as nextpnr will place them; LUT4 as LUT4 + 2 per CCU2C carry
@@ -26,6 +27,10 @@ _DP16KD_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512,
 #: A TRELLIS_DPR16X4 (16 × 4 distributed RAM) takes a slice pair of LUTs plus the write-port
 #: slice in nextpnr's ECP5 packing: counted as 6 LUT4 (nextpnr reports it as TRELLIS_COMB).
 LUTS_PER_DPR16X4 = 6
+#: The low 32 bits of a 32 × 32 product from 18 × 18 multipliers: lo·lo, lo·hi and hi·lo
+#: (Yosys maps exactly these: 34 MULT18X18D for 1 × 4 × 4 = 16 + 4 lanes × 3 + 6 in the
+#: range checks, 94 for 1 × 8 × 8).
+ALU_MULTS_PER_LANE = 3
 
 
 def dp16kd_blocks(depth: int, width: int) -> int:
@@ -41,7 +46,7 @@ def config_estimate(cfg: VTAConfig, extra_memories=()) -> dict:
             (cfg.uop_depth, 32), *extra_memories]
     # Small memories go to LUT RAM: only those of at least one block's worth count here.
     brams = sum(dp16kd_blocks(d, w) for d, w in mems if d * w >= 16384)
-    mults = cfg.batch * cfg.block_in * cfg.block_out
+    mults = cfg.batch * cfg.block_in * cfg.block_out + ALU_MULTS_PER_LANE * cfg.batch * cfg.block_out
     return {"DP16KD": brams, "MULT18X18D": mults}
 
 

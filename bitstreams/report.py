@@ -6,7 +6,7 @@ from isa.config import VTAConfig
 
 from .boards import RESOURCES, Board
 
-__all__ = ["make_report", "summary_text", "markdown_table", "CORE_CLOCK"]
+__all__ = ["make_report", "summary_text", "markdown_table", "critical_paths", "CORE_CLOCK"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
 CORE_CLOCK = "sync"
@@ -19,6 +19,28 @@ def _clock_name(net: str) -> str:
     if net.endswith("clk") or "sync" in net or "CLKOP" in net:
         return CORE_CLOCK
     return net
+
+
+def critical_paths(pnr: dict) -> list:
+    """nextpnr's critical path of each clock, shortened: start and end cell, delay, and the
+    cells it passes (where the timing report says the time goes)."""
+    out = []
+    for cp in pnr.get("critical_paths", []):
+        steps = cp.get("path", [])
+        if not steps:
+            continue
+        cells = []
+        for st in steps:
+            for end in ("from", "to"):
+                cell = st.get(end, {}).get("cell")
+                if cell and (not cells or cells[-1] != cell):
+                    cells.append(cell)
+        out.append({"from": cp.get("from"), "to": cp.get("to"),
+                    "delay_ns": round(sum(float(st.get("delay", 0)) for st in steps), 2),
+                    "logic_levels": sum(1 for st in steps if st.get("type") == "logic"),
+                    "start": cells[0] if cells else None, "end": cells[-1] if cells else None,
+                    "cells": cells})
+    return out
 
 
 def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, seed: int,
@@ -43,6 +65,7 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
         "synthesis_estimate": synth,
         "clocks": clocks,
         "timing_met": all(c["fmax_mhz"] >= c["target_mhz"] for c in clocks.values()),
+        "critical_paths": critical_paths(pnr),
         "seed": seed, "tools": versions, "build_seconds": round(seconds, 1),
     }
 
@@ -59,6 +82,9 @@ def summary_text(r: dict) -> str:
     for name, c in r["clocks"].items():
         ok = "ok" if c["fmax_mhz"] >= c["target_mhz"] else "FAILS"
         lines.append(f"{name:<12}{c['fmax_mhz']:>10.2f}{c['target_mhz']:>8.2f}  {ok}")
+    for cp in r.get("critical_paths", []):
+        lines += ["", f"critical path ({cp['delay_ns']} ns, {cp['logic_levels']} logic levels):",
+                  f"  from {cp['start']}", f"  to   {cp['end']}"]
     lines += ["", f"seed {r['seed']}, built in {r['build_seconds']:.0f} s",
               *[f"{k}: {v}" for k, v in r["tools"].items()]]
     return "\n".join(lines) + "\n"

@@ -31,20 +31,22 @@ class SramSignature(wiring.Signature):
 
 
 class MemPortSram(wiring.Component):
-    """The core's memory port (``port``) onto an SRAM port (``sram``), one burst at a time (the
-    port lets a memory accept fewer bursts in flight than the core issues).
+    """The core's memory port (``port``) onto an SRAM port (``sram``), one burst at a time.
 
-    Timing, for a command handshake in cycle *t*: a read's first beat is offered in *t* + 2,
-    then one beat per cycle while the core accepts; a write's beats are accepted from *t* + 1,
-    one per cycle, and ``wr_ack`` pulses in the cycle after the last. ``rcmd.ready`` is high
-    when no burst is outstanding and ``hold`` is low; ``wcmd.ready`` too unless a read command
-    is offered (reads first). ``idle`` is high when no burst is outstanding: the SRAM port is
-    free for another user in such a cycle unless a command is offered.
+    The port allows several bursts in flight; this memory accepts one at a time (it holds
+    ``rcmd.ready``/``wcmd.ready`` low meanwhile), a read before a write offered in the same
+    cycle. Timing, for a command handshake in cycle *t*: a read's first beat is offered in
+    *t* + 2, then one beat per cycle while the core accepts; a write's beats are accepted from
+    *t* + 1, one per cycle, and ``wr_ack`` pulses in the cycle after the last. Commands are
+    accepted when no burst is under way and ``hold`` is low. ``idle`` is high when no burst is
+    under way: the SRAM port is free for another user in such a cycle unless the core offers
+    a command (``busy_next``).
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
+                          "busy_next": Out(1),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
 
     def elaborate(self, platform):
@@ -57,6 +59,7 @@ class MemPortSram(wiring.Component):
         m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(sram.rdata),
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
+        m.d.comb += self.busy_next.eq(port.rcmd.valid | port.wcmd.valid)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [self.idle.eq(1), port.rcmd.ready.eq(~self.hold),
@@ -129,8 +132,7 @@ class OnChipMemory(wiring.Component):
         read_lane = Signal(max(1, lane_bits))
         reading = Signal()
         host = Signal()                      # the host owns the SRAM port in this cycle
-        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~self.port.rcmd.valid
-                            & ~self.port.wcmd.valid)
+        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~ad.busy_next)
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += reading.eq(host & ~bus.we)
         m.d.sync += read_lane.eq(lane)

@@ -24,11 +24,11 @@ def test_dp16kd_blocks_pick_the_best_aspect_ratio():
 
 def test_the_original_default_is_refused_before_synthesis():
     est = config_estimate(load_config("default"))
-    assert est["MULT18X18D"] == 256                         # 1 × 16 × 16 int8 products
+    assert est["MULT18X18D"] == 256 + 3 * 16                # int8 products + ALU multiplies
     with pytest.raises(FitError) as info:
         check_fit(est, BOARD, "estimate from the configuration")
     text = str(info.value)
-    assert "MULT18X18D 256 of 156 (100 over" in text and "DP16KD" in text
+    assert "MULT18X18D 304 of 156 (148 over" in text and "DP16KD" in text
     assert "estimate from the configuration" in text
 
 
@@ -45,12 +45,24 @@ def test_report_from_nextpnr_and_its_summary():
                            "TRELLIS_FF": {"used": 500, "available": 83640},
                            "DP16KD": {"used": 20, "available": 208},
                            "MULT18X18D": {"used": 30, "available": 156}},
-           "fmax": {"$glbnet$clk": {"achieved": 71.5, "constraint": 60.0}}}
+           "fmax": {"$glbnet$clk": {"achieved": 71.5, "constraint": 60.0}},
+           "critical_paths": [{"from": "posedge $glbnet$clk", "to": "posedge $glbnet$clk",
+                               "path": [{"type": "clk-to-q", "delay": 0.5,
+                                         "from": {"cell": "a_ff"}, "to": {"cell": "a_ff"}},
+                                        {"type": "routing", "delay": 1.0,
+                                         "from": {"cell": "a_ff"}, "to": {"cell": "lut1"}},
+                                        {"type": "logic", "delay": 0.25,
+                                         "from": {"cell": "lut1"}, "to": {"cell": "lut1"}},
+                                        {"type": "setup", "delay": 0.1,
+                                         "from": {"cell": "lut1"}, "to": {"cell": "b_ff"}}]}]}
     r = make_report(BOARD, cfg, pnr, {"LUT4": 900}, Ulx3sTop(cfg), seed=3,
                     versions={"yosys": "Yosys 0.70"}, seconds=12.0)
     assert r["resources"]["LUT4"] == [1000, 83640] and r["resources"]["MULT18X18D"] == [30, 156]
     assert r["clocks"] == {"sync": {"fmax_mhz": 71.5, "target_mhz": 60.0, "net": "$glbnet$clk"}}
     assert r["timing_met"] and r["config"]["TARGET_MHZ"] == cfg.target_mhz
+    (cp,) = r["critical_paths"]
+    assert (cp["start"], cp["end"], cp["logic_levels"]) == ("a_ff", "b_ff", 1)
+    assert cp["delay_ns"] == 1.85 and cp["cells"] == ["a_ff", "lut1", "b_ff"]
     assert r["design"]["baud"] == 3_000_000 and r["design"]["uart_divisor"] == 20
     json.dumps(r)
     text = summary_text(r)

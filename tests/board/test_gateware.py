@@ -43,7 +43,7 @@ def _loopback(data, divisor):
     return got, line
 
 
-@settings(max_examples=8, deadline=None, derandomize=True)
+@settings(max_examples=4, deadline=None, derandomize=True)
 @given(st.lists(st.integers(0, 255), min_size=1, max_size=6), st.sampled_from([4, 5, 17]))
 def test_uart_loopback_and_8n1_framing(data, divisor):
     got, line = _loopback(data, divisor)
