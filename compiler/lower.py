@@ -25,12 +25,13 @@ from dataclasses import dataclass
 
 from isa.encoding import AluOp, MemType
 
-from .operators import ConvGeometry
+from .operators import ConvGeometry, acc_init_step
 from .packing import ceil_div
 from .program import ProgramBuilder, VtaProgram
-from .schedule import Schedule, acc_rows, check_fits, input_window, skips_rows
+from .schedule import (GEMM_INSN_CYCLES, Schedule, acc_rows, check_fits, input_window,
+                       skips_rows, valid_span)
 
-__all__ = ["lower_conv", "region_bytes"]
+__all__ = ["lower_conv", "region_bytes", "tap_rects", "gemm_groups"]
 
 
 def _ranges(n: int, step: int):
@@ -79,27 +80,38 @@ def lower_conv(geo: ConvGeometry, s: Schedule) -> VtaProgram:
 
 
 class _Counters:
-    """Load units and tiles emitted so far (the token pattern runs on across phases), and the
-    open reuse group: the weight tile each WGT half holds."""
+    """Load units and tiles emitted so far (the token pattern runs on across phases), the open
+    unit of the program layer (kept in one launch) and what its SRAM holds: the weight tile
+    of each WGT half, the values in each ACC half."""
 
     def __init__(self):
         self.unit = self.tile = 0
-        self.group = None           # key of the open group (one unit), None if closed
-        self.group_start = 0        # commands emitted when it opened
+        self.group = None           # the weight group (output-channel tile), None: no unit
+        self.group_start = 0        # commands emitted when the unit opened
         self.held: dict = {}        # WGT half -> weight tile key
+        self.acc: dict = {}         # ACC half base -> rows an earlier tile's tail left there
 
 
-# A reuse group is one unit (one launch), so that weights loaded by an earlier tile are still
-# in SRAM; it is closed after this many commands to stay far below a launch's capacity.
+# A unit (one launch) holds whole weight groups, so that weights loaded by an earlier tile are
+# still in SRAM; a new unit starts at a group after this many commands, far below a launch's
+# capacity.
 _GROUP_COMMANDS = 2048
 
 
-def _open_group(p: ProgramBuilder, n: _Counters, key) -> None:
-    if n.group == key and len(p) - n.group_start < _GROUP_COMMANDS:
+def _open_group(p: ProgramBuilder, n: _Counters, key, uop_depth: int) -> None:
+    """Enter the weight group ``key`` (its tiles keep their weights in SRAM) for the next tile,
+    in the open unit unless that is full. A tile adds at most two halves' kernels (each within the micro-op
+    buffer), so a unit closed once its kernels pass one buffer's worth stays within a launch's
+    staging capacity (isa.program: 4 x the buffer)."""
+    full = len(p) - n.group_start >= _GROUP_COMMANDS or p.unit_uops > uop_depth
+    if n.group is not None and not full:
+        if n.group != key:
+            n.group, n.held = key, {}
         return
     _close_group(p, n)
     p.unit_begin()
-    n.group, n.group_start, n.held = key, len(p), {}
+    # a unit may start a launch: nothing in SRAM is known from before
+    n.group, n.group_start, n.held, n.acc = key, len(p), {}, {}
 
 
 def _close_group(p: ProgramBuilder, n: _Counters) -> None:
@@ -155,13 +167,15 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
         t = _Tile(g, nb0, tb, g * geo.obg + o0, tco, oy0, th, ox0, tw, acc_base,
                   acc_base + r_max, acc_base + r_max * (2 if op.residual else 1))
         # Tiles of one output-channel tile share their weights: one group, weights kept.
-        _open_group(p, n, (reg["weights"], g, t.ob0, tco))
-        window = _input_rows(geo, t)
+        _open_group(p, n, (reg["weights"], g, t.ob0, tco), geo.cfg.uop_depth)
+        rects = tap_rects(geo, oy0, th, ox0, tw)
+        window = _input_rows(geo, t) if rects else None
         chunks = _ranges(geo.cbg, s.tci) if window is not None else []
-        if not chunks:          # the window lies in the padding: no GEMM at all
+        init = _acc_init(op, n.acc.get(acc_base), t.rows)
+        if not chunks:          # every tap reads padding: no GEMM at all
             if n.tile >= reuse:
                 p.pop("store", "compute")
-            p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+            _init_rows(p, t, init)
         for k, (c0, tci) in enumerate(chunks):
             ihalf = n.unit % s.vt
             _load_unit(p, geo, s, reg, n, t, window, c0, tci, ihalf * inp_half,
@@ -170,18 +184,37 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
             if k == 0:
                 if n.tile >= reuse:
                     p.pop("store", "compute")
-                p.gemm([(acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+                _init_rows(p, t, init)
             ih, iw = input_window(geo, th, tw)
             (sh, sw), (dh, dw) = op.strides, op.dilation
             row_step = 1 if skips_rows(geo) else sh     # input rows per output row in SRAM
             _gemm(p, s.layout, acc_base, ihalf * inp_half, ihalf * wgt_half, tb, tco, th, tw,
-                  tci, ih, iw, *geo.kernel, row_step, sw, dh, dw)
+                  tci, ih, iw, *geo.kernel, row_step, sw, dh, dw, rects)
             p.push("compute", "load")
             n.unit += 1
-        _tail(p, geo, reg, t)
+        _tail(p, geo, reg, t, op.tail[1:] if init else op.tail)
         _store(p, geo, reg, t, placement)
+        # what the half's rows hold now, for the next tile's initialisation
+        n.acc[acc_base] = t.rows
         n.tile += 1
     _close_group(p, n)
+
+
+def _acc_init(op, held: int | None, rows: int):
+    """How a tile initialises its ``rows`` accumulator rows: None for a GEMM reset, or the
+    ALU step of :func:`acc_init_step` (which also replaces the tail's leading ``ADD``) when
+    the half's first ``held`` rows hold what an earlier tile of this unit stored."""
+    step = acc_init_step(op)
+    if step is None or held is None or held < rows:
+        return None
+    return AluOp[step[0]], step[1]
+
+
+def _init_rows(p, t: "_Tile", init) -> None:
+    if init is None:
+        p.gemm([(t.acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+    else:
+        _alu_rows(p, init[0], t.acc_base, t.rows, imm=init[1])
 
 
 def _input_rows(geo: ConvGeometry, t: _Tile):
@@ -221,8 +254,8 @@ def _load_unit(p, geo, s, reg, n, t: _Tile, window, c0, tci, inp_base, wgt_base)
     p.push("load", "compute")
 
 
-def _tail(p, geo, reg, t: _Tile) -> None:
-    """Constants and residual into ACC, then the ALU steps over the tile's rows."""
+def _tail(p, geo, reg, t: _Tile, steps: tuple) -> None:
+    """Constants and residual into ACC, then the ALU ``steps`` over the tile's rows."""
     op = geo.op
     oh, ow = geo.out_hw
     if op.consts:
@@ -234,7 +267,7 @@ def _tail(p, geo, reg, t: _Tile) -> None:
                    (((t.nb0 + b) * geo.ob + t.ob0 + o) * oh + t.oy0) * ow + t.ox0, x_size=t.tw,
                    y_size=t.th, x_stride=ow)
     block = t.tb * t.th * t.tw
-    for step in op.tail:
+    for step in steps:
         alu = AluOp[step.alu]
         if step.imm is not None:
             _alu_rows(p, alu, t.acc_base, t.rows, imm=step.imm)
@@ -270,24 +303,69 @@ def _store(p, geo, reg, t: _Tile, placement) -> None:
         p.push("store", "compute")
 
 
+def tap_rects(geo: ConvGeometry, oy0: int, th: int, ox0: int, tw: int) -> dict:
+    """For each kernel tap (ky, kx), the output pixels [y0, y1) x [x0, x1) of the tile at
+    (oy0, ox0) whose input pixel lies inside the image; taps that read only padding are left
+    out. The GEMM skips the rest: their products are zero (the DMA's padding)."""
+    (h, w), (kh, kw) = geo.hw, geo.kernel
+    (sh, sw), (dh, dw) = geo.op.strides, geo.op.dilation
+    pt, pl = geo.op.padding[:2]
+    ys = [valid_span(oy0, th, sh, pt, ky * dh, h) for ky in range(kh)]
+    xs = [valid_span(ox0, tw, sw, pl, kx * dw, w) for kx in range(kw)]
+    return {(ky, kx): ys[ky] + xs[kx] for ky in range(kh) for kx in range(kw)
+            if ys[ky][1] > ys[ky][0] and xs[kx][1] > xs[kx][0]}
+
+
+def gemm_groups(layout: str, rects: dict, th: int, tw: int) -> list:
+    """The GEMM instructions of one chunk: taps grouped by the output rectangle they cover,
+    as [(taps, y0, y1, x0, x1)], the grouping with the fewest predicted cycles (micro-op
+    executions per tap and pixel plus :data:`GEMM_INSN_CYCLES` per instruction). A group's
+    rectangle bounds its taps' (a tap may cover more pixels than its valid ones: those read
+    the padding, zero). Layout ``B`` keeps each tap's valid columns in its micro-ops, so it
+    groups by rows only. An interior tile is one group of every tap over the whole tile."""
+    full = (0, th, 0, tw)
+    keys = [lambda r: r[:2], lambda r: ()] if layout == "B" else \
+        [lambda r: r, lambda r: r[:2], lambda r: r[2:], lambda r: ()]
+    best, best_cost = None, None
+    for key in keys:
+        groups: dict = {}
+        for tap, r in sorted(rects.items()):
+            groups.setdefault(key(r), []).append(tap)
+        plan, cost = [], 0
+        for taps in groups.values():
+            y0 = min(rects[t][0] for t in taps)
+            y1 = max(rects[t][1] for t in taps)
+            x0, x1 = (min(rects[t][2] for t in taps), max(rects[t][3] for t in taps)) \
+                if layout == "A" else full[2:]
+            cols = sum(rects[t][3] - rects[t][2] for t in taps) if layout == "B" else \
+                len(taps) * (x1 - x0)
+            cost += (y1 - y0) * cols + GEMM_INSN_CYCLES
+            plan.append((taps, y0, y1, x0, x1))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = plan, cost
+    return best
+
+
 def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw, kh, kw, sh, sw,
-          dh, dw) -> None:
-    """The GEMM kernel of one chunk: two loops folded into the instruction, the rest micro-ops."""
+          dh, dw, rects) -> None:
+    """The GEMM kernels of one chunk (:func:`gemm_groups`): two loops folded into each
+    instruction, the rest micro-ops."""
     block = ih * iw
     taps = kh * kw
-    uops = []
-    if layout == "A":
-        for c, y, x, o, b in itertools.product(range(tci), range(kh), range(kw), range(tco),
-                                               range(tb)):
-            uops.append((acc_base + (o * tb + b) * th * tw,
-                         inp_base + (b * tci + c) * block + y * dh * iw + x * dw,
-                         wgt_base + (o * tci + c) * taps + y * kw + x))
-        loops = [(th, tw, sh * iw, 0), (tw, 1, sw, 0)]
-    else:
-        for y, x, o, b, col in itertools.product(range(kh), range(kw), range(tco), range(tb),
-                                                 range(tw)):
-            uops.append((acc_base + (o * tb + b) * th * tw + col,
-                         inp_base + b * tci * block + y * dh * iw + x * dw + col * sw,
-                         wgt_base + o * tci * taps + y * kw + x))
-        loops = [(th, tw, sh * iw, 0), (tci, 0, block, taps)]
-    p.gemm(uops, loops)
+    for group, y0, y1, x0, x1 in gemm_groups(layout, rects, th, tw):
+        acc0, inp0 = acc_base + y0 * tw + x0, inp_base + y0 * sh * iw + x0 * sw
+        uops = []
+        if layout == "A":
+            for c, (y, x), o, b in itertools.product(range(tci), group, range(tco), range(tb)):
+                uops.append((acc0 + (o * tb + b) * th * tw,
+                             inp0 + (b * tci + c) * block + y * dh * iw + x * dw,
+                             wgt_base + (o * tci + c) * taps + y * kw + x))
+            loops = [(y1 - y0, tw, sh * iw, 0), (x1 - x0, 1, sw, 0)]
+        else:
+            for (y, x), o, b in itertools.product(group, range(tco), range(tb)):
+                for col in range(*rects[(y, x)][2:]):
+                    uops.append((acc0 + (o * tb + b) * th * tw + col,
+                                 inp0 + b * tci * block + y * dh * iw + x * dw + col * sw,
+                                 wgt_base + o * tci * taps + y * kw + x))
+            loops = [(y1 - y0, tw, sh * iw, 0), (tci, 0, block, taps)]
+        p.gemm(uops, loops)

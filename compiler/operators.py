@@ -13,7 +13,8 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "sink_max",
+__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "stored_range", "acc_init_step",
+           "sink_max",
            "accumulator_bounds", "ColumnFold", "fold_columns",
            "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
@@ -172,6 +173,48 @@ def tail_ranges(steps: tuple, consts: tuple, lo: np.ndarray, hi: np.ndarray) -> 
         if np.min(lo) < _I32[0] or np.max(hi) > _I32[1]:
             return False
     return True
+
+
+def stored_range(op) -> tuple[int, int]:
+    """The interval [lo, hi] of what ``op``'s tail leaves in the accumulator, whatever int32
+    sum it starts from (``MAX``/``MIN``/``SHR`` bound it; an ``ADD`` or ``MUL`` that may wrap
+    widens it to all of int32)."""
+    lo, hi = _I32
+    for t in op.tail:
+        if t.residual:
+            b_lo, b_hi = -128, 127
+        elif t.const is not None:
+            c = np.asarray(op.consts[t.const], np.int64)
+            b_lo, b_hi = int(c.min()), int(c.max())
+        else:
+            b_lo = b_hi = t.imm
+        if t.alu == "ADD":
+            lo, hi = lo + b_lo, hi + b_hi
+        elif t.alu == "MUL":
+            lo, hi = min(lo * b_lo, lo * b_hi, hi * b_lo, hi * b_hi), \
+                max(lo * b_lo, lo * b_hi, hi * b_lo, hi * b_hi)
+        elif t.alu == "SHR":
+            lo, hi = (lo >> b_lo, hi >> b_lo) if t.imm is not None and b_lo >= 0 else _I32
+        elif t.alu == "MAX":
+            lo, hi = max(lo, b_lo), max(hi, b_hi)
+        else:
+            lo, hi = min(lo, b_lo), min(hi, b_hi)
+        if lo < _I32[0] or hi > _I32[1]:
+            lo, hi = _I32
+    return lo, hi
+
+
+def acc_init_step(op) -> tuple[str, int] | None:
+    """The immediate ALU step (``("MAX", c)`` or ``("MIN", c)``) that turns every value ``op``'s
+    tail can leave in the accumulator into the constant ``c`` of the tail's leading immediate
+    ``ADD c``, or None. Setting an accumulator row that an earlier tile stored to ``c`` by
+    this step replaces the GEMM reset and the ``ADD``: one ALU pass less per tile."""
+    first = op.tail[0] if op.tail else None
+    if op.out_dtype != "int8" or first is None or first.alu != "ADD" or first.imm is None:
+        return None
+    lo, hi = stored_range(op)
+    c = first.imm
+    return ("MAX", c) if hi <= c else ("MIN", c) if lo >= c else None
 
 
 def sink_max(steps: tuple) -> tuple:

@@ -142,6 +142,8 @@ class ProgramBuilder:
         self._regions: list[Region] = []
         self._kernels: dict[Kernel, int] = {}
         self._rows: list[list[int]] = []
+        self._unit_kernels: set[int] = set()
+        self.unit_uops = 0          # micro-ops of the distinct kernels used in the open unit
 
     def region(self, name: str, nbytes: int, role: str) -> int:
         self._regions.append(Region(name, int(nbytes), role))
@@ -162,7 +164,11 @@ class ProgramBuilder:
                   x_size if x_stride is None else x_stride)
 
     def _kernel(self, kernel: Kernel) -> int:
-        return self._kernels.setdefault(kernel, len(self._kernels))
+        k = self._kernels.setdefault(kernel, len(self._kernels))
+        if k not in self._unit_kernels:
+            self._unit_kernels.add(k)
+            self.unit_uops += len(kernel.uops)
+        return k
 
     def gemm(self, uops, loops=(), *, reset: bool = False) -> None:
         self._row(Op.GEMM, self._kernel(Kernel("gemm", tuple(map(tuple, uops)),
@@ -184,6 +190,8 @@ class ProgramBuilder:
 
     def unit_begin(self) -> None:
         self._row(Op.UNIT_BEGIN)
+        self._unit_kernels.clear()
+        self.unit_uops = 0
 
     def unit_end(self) -> None:
         self._row(Op.UNIT_END)

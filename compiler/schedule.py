@@ -15,18 +15,22 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass
 
+from isa.arch import GEMM_LATENCY
 from isa.config import LOOP_ITER_BITS
 
 from .errors import DoesNotFit
-from .operators import ConvGeometry
+from .operators import ConvGeometry, acc_init_step
 from .packing import ceil_div
 
 __all__ = ["Schedule", "sram_need", "check_fits", "candidates", "estimate", "choose",
-           "hazard_free_layout", "SMALLEST"]
+           "hazard_free_layout", "valid_span", "SMALLEST", "GEMM_INSN_CYCLES"]
 
 # Micro-ops the lowering adds besides the GEMM kernel (reset and ALU kernels: one each).
 _EXTRA_UOPS = 16
 _MAX_ITER = (1 << LOOP_ITER_BITS) - 1
+# Cycles one more GEMM or ALU instruction costs on the compute module besides its micro-ops:
+# the pipeline drains (its latency), then retire and the next start (sim/timing/compute.py).
+GEMM_INSN_CYCLES = GEMM_LATENCY + 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,29 @@ def input_window(geo: ConvGeometry, th: int, tw: int) -> tuple[int, int]:
     kh, kw = geo.kernel
     rows = th if skips_rows(geo) else (th - 1) * sh + (kh - 1) * dh + 1
     return rows, (tw - 1) * sw + (kw - 1) * dw + 1
+
+
+def valid_span(o0: int, n: int, stride: int, pad: int, offset: int, size: int) -> tuple[int, int]:
+    """Of the ``n`` output positions from ``o0``, the range [a, b) whose input position
+    ``o * stride - pad + offset`` lies inside [0, size) (empty if b <= a)."""
+    lo = -((offset - pad) // stride)                    # ceil((pad - offset) / stride)
+    hi = (size - 1 + pad - offset) // stride + 1
+    return max(lo - o0, 0), min(hi - o0, n)
+
+
+def _axis_taps(n_out: int, step: int, stride: int, pad: int, dil: int, k: int, size: int):
+    """Along one axis, tiled by ``step``: (output-tap pairs that read inside the input,
+    summed over the tiles the number of distinct valid spans of the taps, the number of
+    distinct patterns of spans, each a micro-op kernel of its own)."""
+    pairs = spans = 0
+    patterns = set()
+    for o0 in range(0, n_out, step):
+        n = min(step, n_out - o0)
+        tile = tuple(valid_span(o0, n, stride, pad, t * dil, size) for t in range(k))
+        pairs += sum(max(b - a, 0) for a, b in tile)
+        spans += len({(a, b) for a, b in tile if b > a})
+        patterns.add((n, tile))
+    return pairs, spans, len(patterns)
 
 
 def gemm_uops(geo: ConvGeometry, s: Schedule) -> int:
@@ -154,9 +181,10 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     inp_rows = s.tb * s.tci * ih
     inp_bytes = units * s.tb * s.tci * ih * iw * cfg.inp_elem_bytes
     wgt_loads = units
-    if chunks <= s.vt and s.vt % chunks == 0:
+    groups = tiles // (ceil_div(oh, s.th) * ceil_div(ow, s.tw))
+    held = chunks <= s.vt and s.vt % chunks == 0
+    if held:
         # the tiles of one output-channel tile keep their weights in SRAM (lower.py)
-        groups = tiles // (ceil_div(oh, s.th) * ceil_div(ow, s.tw))
         wgt_loads = min(units, groups * max(s.vt, chunks))
     wgt_bytes = wgt_loads * s.tco * s.tci * kh * kw * cfg.wgt_elem_bytes
     r = s.tb * s.tco * s.th * s.tw
@@ -167,11 +195,40 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     load = ((inp_bytes + wgt_bytes) / cfg.bus_bytes + units * inp_rows * lat
             + wgt_loads * s.tco * lat)
     store = out_bytes / cfg.bus_bytes + tiles * s.tb * s.tco * s.th * lat * planes
-    gemm = geo.out_elems * geo.cbg * kh * kw + units * 8 + tiles * (r + 8)
-    alu = tiles * (r * (len(op.tail) + planes - 1) + 8 * len(op.tail))
-    compute = gemm + alu + acc_bytes / cfg.bus_bytes + tiles * lat * s.tco * op.residual
+    # GEMM work over the taps that read inside the input (lower.py skips the padding), one
+    # instruction per group of taps with the same valid rectangle
+    (h, w), (sh, sw), (dh, dw) = geo.hw, op.strides, op.dilation
+    pt, pl = op.padding[:2]
+    vy, gy, py = _axis_taps(oh, s.th, sh, pt, dh, kh, h)
+    vx, gx, px = _axis_taps(ow, s.tw, sw, pl, dw, kw, w)
+    if s.layout == "B":
+        gx = ceil_div(ow, s.tw)
+    others = geo.groups * geo.nb * geo.obg
+    insns = chunks * geo.groups * ceil_div(geo.nb, s.tb) * ceil_div(geo.obg, s.tco) * gy * gx
+    gemm = others * geo.cbg * vy * vx + insns * GEMM_INSN_CYCLES + tiles * (r + 8)
+    # micro-op kernels loaded by the compute module: once each if they all stay resident in
+    # the micro-op buffer, else every chunk
+    kernel = gemm_uops(geo, s)
+    kernels = s.vt * py * px
+    loads = kernels if kernels * kernel <= cfg.uop_depth else units
+    uop_load = loads * (kernel * cfg.uop_elem_bytes / cfg.bus_bytes + lat)
+    # an initialisation by the ALU saves the tail's leading ADD (not on a half's first tile)
+    passes = len(op.tail) + planes - 1
+    alu = tiles * (r * passes + 8 * len(op.tail))
+    if acc_init_step(op) is not None:
+        alu -= max(tiles - s.vt, 0) * (r + 8)
+    compute = (gemm + alu + uop_load + acc_bytes / cfg.bus_bytes
+               + tiles * lat * s.tco * op.residual)
     if s.vt == 2:
-        cycles = max(load, compute, store) + (load + store) / max(units, 1)
+        # the first unit's loads and the last tile's store are not hidden; nor, where each
+        # half keeps its weights, the part of a new weight group's load that outlasts the
+        # compute of one unit (once per half)
+        wgt_unit = s.tco * s.tci * kh * kw * cfg.wgt_elem_bytes / cfg.bus_bytes + s.tco * lat
+        fill = (inp_bytes / units / cfg.bus_bytes + inp_rows * lat + wgt_unit
+                + store / tiles)
+        if held:
+            fill += groups * min(chunks, s.vt) * max(0.0, wgt_unit - compute / units)
+        cycles = max(load, compute, store) + fill
     else:
         cycles = load + compute + store
     return {"cycles": int(cycles), "inp_bytes": inp_bytes, "wgt_bytes": wgt_bytes,
