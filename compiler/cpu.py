@@ -436,6 +436,14 @@ def _gen_elemwise(g: _Gen, call, inputs) -> None:
     g.loop(int(np.prod(out_shape, dtype=np.int64)), body)
 
 
+def _window_index(g: _Gen, out, k, stride: int, dilation: int, pad: int, size: int):
+    """The input coordinate ``out * stride + k * dilation - pad`` of window tap ``k`` of output
+    position ``out`` (pools and convolutions), and whether it lies inside [0, size)."""
+    b = g.b
+    i = b.sub(b.add(b.mul(out, g.c64(stride)), b.mul(k, g.c64(dilation))), g.c64(pad))
+    return i, b.and_(b.icmp_signed(">=", i, g.c64(0)), b.icmp_signed("<", i, g.c64(size)))
+
+
 def _gen_pool(g: _Gen, call) -> None:
     """Relay's pooling: max over valid window elements; average = float64 sum / count, cast."""
     from relay.op._common import pair, padding4
@@ -477,14 +485,11 @@ def _gen_pool(g: _Gen, call) -> None:
         plane = b.mul(b.add(b.mul(nn, g.c64(c)), cc), g.c64(h * w))
 
         def row(ky):
-            y = b.sub(b.add(b.mul(oy, g.c64(sh)), b.mul(ky, g.c64(dh))), g.c64(pt))
+            y, y_in = _window_index(g, oy, ky, sh, dh, pt, h)
 
             def col(kx):
-                x = b.sub(b.add(b.mul(ox, g.c64(sw)), b.mul(kx, g.c64(dw))), g.c64(pl))
-                inside = b.and_(b.and_(b.icmp_signed(">=", y, g.c64(0)),
-                                       b.icmp_signed("<", y, g.c64(h))),
-                                b.and_(b.icmp_signed(">=", x, g.c64(0)),
-                                       b.icmp_signed("<", x, g.c64(w))))
+                x, x_in = _window_index(g, ox, kx, sw, dw, pl, w)
+                inside = b.and_(y_in, x_in)
                 # the count of Relay's kernel: padded area (include) or the input itself
                 if include:
                     counted = b.and_(b.and_(b.icmp_signed(">=", y, g.c64(-pt)),
@@ -566,14 +571,11 @@ def _gen_conv2d(g: _Gen, call) -> None:
             cc = b.add(b.mul(grp, g.c64(ig)), ci)
 
             def over_ky(ky):
-                iy = b.sub(b.add(b.mul(y, g.c64(sh)), b.mul(ky, g.c64(dh))), g.c64(pt))
+                iy, iy_in = _window_index(g, y, ky, sh, dh, pt, h)
 
                 def over_kx(kx):
-                    ix = b.sub(b.add(b.mul(x, g.c64(sw)), b.mul(kx, g.c64(dw))), g.c64(pl))
-                    ok = b.and_(b.and_(b.icmp_signed(">=", iy, g.c64(0)),
-                                       b.icmp_signed("<", iy, g.c64(h))),
-                                b.and_(b.icmp_signed(">=", ix, g.c64(0)),
-                                       b.icmp_signed("<", ix, g.c64(w))))
+                    ix, ix_in = _window_index(g, x, kx, sw, dw, pl, w)
+                    ok = b.and_(iy_in, ix_in)
                     with b.if_then(ok):
                         xv = g.load(xp, g.offset([nn, cc, iy, ix], _strides((n, c, h, w))))
                         wv = g.load(wp, g.offset([oo, ci, ky, kx], _strides((o, ig, kh, kw))))
