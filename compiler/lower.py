@@ -316,10 +316,10 @@ def tap_rects(geo: ConvGeometry, oy0: int, th: int, ox0: int, tw: int) -> dict:
             if ys[ky][1] > ys[ky][0] and xs[kx][1] > xs[kx][0]}
 
 
-def gemm_groups(layout: str, rects: dict, th: int, tw: int) -> list:
+def gemm_groups(layout: str, rects: dict, th: int, tw: int, per_tap: int = 1) -> list:
     """The GEMM instructions of one chunk: taps grouped by the output rectangle they cover,
-    as [(taps, y0, y1, x0, x1)], the grouping with the fewest predicted cycles (micro-op
-    executions per tap and pixel plus :data:`GEMM_INSN_CYCLES` per instruction). A group's
+    as [(taps, y0, y1, x0, x1)], the grouping with the fewest predicted cycles (``per_tap``
+    micro-op executions per tap and pixel, plus :data:`GEMM_INSN_CYCLES` per instruction). A group's
     rectangle bounds its taps' (a tap may cover more pixels than its valid ones: those read
     the padding, zero). Layout ``B`` keeps each tap's valid columns in its micro-ops, so it
     groups by rows only. An interior tile is one group of every tap over the whole tile."""
@@ -339,7 +339,7 @@ def gemm_groups(layout: str, rects: dict, th: int, tw: int) -> list:
                 if layout == "A" else full[2:]
             cols = sum(rects[t][3] - rects[t][2] for t in taps) if layout == "B" else \
                 len(taps) * (x1 - x0)
-            cost += (y1 - y0) * cols + GEMM_INSN_CYCLES
+            cost += (y1 - y0) * cols * per_tap + GEMM_INSN_CYCLES
             plan.append((taps, y0, y1, x0, x1))
         if best_cost is None or cost < best_cost:
             best, best_cost = plan, cost
@@ -352,7 +352,8 @@ def _gemm(p, layout, acc_base, inp_base, wgt_base, tb, tco, th, tw, tci, ih, iw,
     instruction, the rest micro-ops."""
     block = ih * iw
     taps = kh * kw
-    for group, y0, y1, x0, x1 in gemm_groups(layout, rects, th, tw):
+    per_tap = tco * tb * tci          # executions per tap and output pixel, both layouts
+    for group, y0, y1, x0, x1 in gemm_groups(layout, rects, th, tw, per_tap):
         acc0, inp0 = acc_base + y0 * tw + x0, inp_base + y0 * sh * iw + x0 * sw
         uops = []
         if layout == "A":

@@ -23,7 +23,8 @@ from .operators import ConvGeometry, acc_init_step
 from .packing import ceil_div
 
 __all__ = ["Schedule", "sram_need", "check_fits", "candidates", "estimate", "choose",
-           "hazard_free_layout", "valid_span", "SMALLEST", "GEMM_INSN_CYCLES"]
+           "hazard_free_layout", "valid_span", "valid_gemm_uops", "SMALLEST",
+           "GEMM_INSN_CYCLES"]
 
 # Micro-ops the lowering adds besides the GEMM kernel (reset and ALU kernels: one each).
 _EXTRA_UOPS = 16
@@ -94,6 +95,17 @@ def _axis_taps(n_out: int, step: int, stride: int, pad: int, dil: int, k: int, s
         spans += len({(a, b) for a, b in tile if b > a})
         patterns.add((n, tile))
     return pairs, spans, len(patterns)
+
+
+def valid_gemm_uops(geo: ConvGeometry) -> int:
+    """GEMM micro-ops over the (output pixel, tap) pairs whose input pixel lies inside the
+    image: the work left when the taps that read padding are skipped (lower.py)."""
+    op = geo.op
+    (oh, ow), (h, w), (kh, kw) = geo.out_hw, geo.hw, geo.kernel
+    (sh, sw), (dh, dw) = op.strides, op.dilation
+    vy = _axis_taps(oh, oh, sh, op.padding[0], dh, kh, h)[0]
+    vx = _axis_taps(ow, ow, sw, op.padding[1], dw, kw, w)[0]
+    return geo.groups * geo.nb * geo.obg * geo.cbg * vy * vx
 
 
 def gemm_uops(geo: ConvGeometry, s: Schedule) -> int:

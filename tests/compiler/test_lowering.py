@@ -407,3 +407,89 @@ def test_random_int8_elementwise(cfg_name):
             "data2": pack_activation(b, cfg.batch, cfg.block_out)}, a.shape)
         np.testing.assert_array_equal(out, reference_eltwise(op, a, b))
     run()
+
+
+# ------------------------------------------------------------------ padding taps, ACC set by ALU
+
+def _valid_tap_pixels(op) -> int:
+    """(output pixel, kernel tap) pairs whose input pixel lies inside the image, counted by
+    numpy on a padded mask (independent of compiler/schedule.py's closed form)."""
+    n, c, h, w = op.data_shape
+    _, _, kh, kw = op.weight.shape
+    (sh, sw), (dh, dw) = op.strides, op.dilation
+    pt, pl, pb, pr = op.padding
+    _, _, oh, ow = op.out_shape
+    mask = np.pad(np.ones((h, w), np.int64), ((pt, pb), (pl, pr)))
+    return sum(int(mask[ky * dh:ky * dh + sh * (oh - 1) + 1:sh,
+                        kx * dw:kx * dw + sw * (ow - 1) + 1:sw].sum())
+               for ky in range(kh) for kx in range(kw))
+
+
+def _gemm_executions(program) -> int:
+    from compiler.program import Op
+    return sum(program.kernels[k].executions for k in program.commands[
+        program.commands[:, 0] == Op.GEMM, 1] if not program.kernels[k].reset)
+
+
+@pytest.mark.parametrize("strides,padding,dilation,layout", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), "A"), ((2, 2), (1, 1, 1, 1), (1, 1), "B"),
+    ((1, 2), (2, 0, 1, 3), (2, 1), "A"), ((1, 1), (1, 1, 1, 1), (1, 1), "B")])
+def test_gemm_skips_the_taps_that_read_padding(strides, padding, dilation, layout):
+    """The GEMM multiplies only (pixel, tap) pairs inside the image (plus nothing: with 4 x 2
+    blocks per tap every split pays for its instruction), and the result stays exact."""
+    cfg = load_config("default")
+    rng = np.random.default_rng(11)
+    w = rng.integers(-128, 128, (4 * cfg.block_out, 2 * cfg.block_in, 3, 3)).astype(np.int8)
+    x = rng.integers(-128, 128, (1, w.shape[1], 9, 10)).astype(np.int8)
+    op = ConvOp("c", "conv2d", x.shape, w, strides, padding, dilation, 1,
+                (TailOp("SHR", imm=9),), (), "int8")
+    geo = geometry(op, cfg)
+    oh, ow = op.out_shape[2:]
+    s = Schedule(tco=4, th=min(oh, 4), tw=ow, tci=2, vt=2, layout=layout)
+    program = lower_conv(geo, s)
+    full = op.out_shape[2] * op.out_shape[3] * 9
+    assert _gemm_executions(program) == _valid_tap_pixels(op) * 4 * 2 < full * 4 * 2
+    _check(cfg, op, x, None, s)
+
+
+def _alu_kernels(program, alu):
+    from compiler.program import Op
+    from isa.encoding import AluOp
+    return [program.kernels[k] for k in program.commands[program.commands[:, 0] == Op.ALU, 1]
+            if program.kernels[k].alu_op == AluOp[alu]]
+
+
+@pytest.mark.parametrize("tail,init", [
+    ((TailOp("ADD", imm=128), TailOp("SHR", imm=8), TailOp("MAX", imm=-128),
+      TailOp("MIN", imm=127)), ("MAX", 128)),
+    ((TailOp("ADD", imm=-300), TailOp("SHR", imm=4), TailOp("MIN", imm=50),
+      TailOp("MAX", imm=-100)), ("MIN", -300)),
+    ((TailOp("ADD", imm=100), TailOp("SHR", imm=4), TailOp("MAX", imm=-100)), None)])
+def test_accumulator_set_by_one_alu_step(tail, init):
+    """After the first tile of each half, the rows a tile stored are set to the tail's leading
+    ADD constant by MAX/MIN (none when the stored values straddle it) instead of a GEMM
+    reset, that ADD is dropped; exact and race-free on both simulators."""
+    cfg = load_config("default")
+    rng = np.random.default_rng(12)
+    w = rng.integers(-128, 128, (2 * cfg.block_out, cfg.block_in, 3, 3)).astype(np.int8)
+    x = rng.integers(-128, 128, (1, w.shape[1], 8, 8)).astype(np.int8)
+    op = ConvOp("c", "conv2d", x.shape, w, (1, 1), (1, 1, 1, 1), (1, 1), 1, tail, (), "int8")
+    s = Schedule(tco=1, th=4, tw=8, vt=2, layout="A")          # 4 tiles on 2 halves
+    program = lower_conv(geometry(op, cfg), s)
+    from compiler.program import Op
+    n_resets = sum(1 for k in program.commands[program.commands[:, 0] == Op.GEMM, 1]
+                   if program.kernels[k].reset)
+    if init is None:
+        assert n_resets == 4
+    else:
+        assert n_resets == 2
+        inits = [k for k in _alu_kernels(program, init[0]) if k.imm == init[1]]
+        assert sum(k.executions for k in inits) == 2 * 32      # two tiles of 32 rows
+        # the ADD of the first two tiles only
+        adds = _alu_kernels(program, "ADD")
+        assert sum(k.executions for k in adds) == 2 * 32
+    for backend in ("functional", "cycle"):
+        stats = _check(cfg, op, x, None, s, backend)
+        if backend == "functional":
+            for image in stats.images:
+                find_race(image, schedules=4)

@@ -233,3 +233,37 @@ def test_sink_max_before_after():
     # an accumulator that could wrap keeps its order
     huge = np.full(8, 2 ** 31 - 10, np.int64)
     assert not tail_ranges(before, (bias,), huge - 1, huge)
+
+
+def test_stored_range_and_acc_init_step():
+    """stored_range bounds what the tail leaves (checked on random and extreme int32 sums with
+    the numpy reference tail); acc_init_step needs an int8 result, a leading immediate ADD and
+    stored values on one side of its constant."""
+    from compiler.operators import ConvOp, TailOp, acc_init_step, stored_range
+    from compiler.reference import apply_tail
+    w = np.ones((16, 16, 1, 1), np.int8)
+    rng = np.random.default_rng(2)
+    y = np.concatenate([rng.integers(-2 ** 31, 2 ** 31, 4000),
+                        [-2 ** 31, 2 ** 31 - 1, 0, -1, 127, -128]]).reshape(1, 1, -1, 1)
+    bias = np.arange(-8, 8, dtype=np.int32) * 1000
+    tails = [((TailOp("ADD", imm=128), TailOp("SHR", imm=8), TailOp("MAX", imm=-128),
+               TailOp("MIN", imm=127)), (-128, 127), ("MAX", 128)),
+             ((TailOp("ADD", imm=-5), TailOp("MIN", imm=9), TailOp("MAX", imm=2)), (2, 9),
+              ("MIN", -5)),
+             ((TailOp("SHR", imm=20), TailOp("ADD", imm=3)), (-2045, 2050), None),
+             ((TailOp("ADD", imm=7), TailOp("SHR", imm=30)), (-2, 1), ("MAX", 7)),
+             ((TailOp("SHR", imm=24), TailOp("ADD", const=0), TailOp("MUL", imm=3)),
+              (-3 * (128 + 8000), 3 * (127 + 7000)), None),
+             ((TailOp("ADD", imm=1), TailOp("MUL", imm=2)), (-2 ** 31, 2 ** 31 - 1), None)]
+    for tail, expect, init in tails:
+        op = ConvOp("c", "conv2d", (1, 16, 1, 1), w, tail=tail,
+                    consts=(bias,) if any(t.const is not None for t in tail) else ())
+        lo, hi = stored_range(op)
+        assert (lo, hi) == expect
+        ys = np.broadcast_to(y, (1, 16, y.shape[2], 1)).astype(np.int64)
+        out = apply_tail(ConvOp("c", "conv2d", (1, 16, 1, 1), w, tail=tail,
+                                consts=op.consts, out_dtype="int32"), ys)
+        assert lo <= out.min() and out.max() <= hi
+        assert acc_init_step(op) == init
+    int32 = ConvOp("c", "conv2d", (1, 16, 1, 1), w, tail=tails[0][0], out_dtype="int32")
+    assert acc_init_step(int32) is None
