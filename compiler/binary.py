@@ -23,7 +23,7 @@ from isa.config import ConfigError, VTAConfig
 
 from isa.program import ProgramFormatError
 
-from .emit import program_bytes, program_from_bytes
+from .emit import program_from_bytes
 from .errors import BinaryError
 from .graph import CompiledModel, CpuSegment, TensorInfo, VtaSegment
 from .operators import ConvOp, TailOp
@@ -76,7 +76,7 @@ def model_to_arrays(model: CompiledModel) -> dict[str, np.ndarray]:
     for seg in model.segments:
         if seg.target == "vta":
             arrays[f"{seg.name}/commands"] = seg.program.commands
-            arrays[f"{seg.name}/program"] = program_bytes(seg.image)
+            arrays[f"{seg.name}/program"] = np.frombuffer(seg.image.to_bytes(), np.uint8)
             if hasattr(seg.op, "weight"):
                 arrays[f"{seg.name}/weight_oihw"] = seg.op.weight
             segments.append({"target": "vta", "name": seg.name, "inputs": list(seg.inputs),

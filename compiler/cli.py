@@ -178,12 +178,12 @@ def describe(model) -> str:
     lines.append(f"  {len(model.segments)} segments, {model.macs} MACs, {share:.1%} on VTA")
     for seg in model.segments:
         if seg.target == "vta":
-            c = seg.program.counts()
+            c = seg.image.counters()     # what the simulator's counters will read
             lines.append(f"  {seg.name:<7} vta  {seg.op.describe()}")
             sched = seg.schedule if seg.schedule is not None else "fixed (ALU operator)"
             lines.append(f"          schedule {sched}; {len(seg.program.commands)} "
                          f"commands, {len(seg.program.kernels)} kernels, "
-                         f"{c['gemm_uops']} GEMM / {c['alu_uops']} ALU micro-ops")
+                         f"{c['gemm_counter']} GEMM / {c['alu_counter']} ALU micro-ops")
         else:
             what = seg.kind
             if seg.kind == "relay":

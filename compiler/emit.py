@@ -3,18 +3,14 @@ running linked programs on a backend."""
 
 from __future__ import annotations
 
-import io
-import os
-import tempfile
-
 import numpy as np
 
-from isa.program import Program, StreamBuilder, load_program, save_program
+from isa.program import Program, StreamBuilder, load_program
 
 from .operators import ConvGeometry
 from .program import VtaProgram
 
-__all__ = ["to_program", "build_program", "run_linked", "program_bytes", "program_from_bytes",
+__all__ = ["to_program", "build_program", "run_linked", "program_from_bytes",
            "region_shapes"]
 
 
@@ -54,18 +50,8 @@ def build_program(cfg, lowered: VtaProgram, shapes: dict, params: dict, name: st
     return b.build()
 
 
-def program_bytes(program: Program) -> np.ndarray:
-    fd, tmp = tempfile.mkstemp(suffix=".npz")
-    os.close(fd)
-    try:
-        save_program(tmp, program)
-        with open(tmp, "rb") as f:
-            return np.frombuffer(f.read(), np.uint8)
-    finally:
-        os.unlink(tmp)
-
-
 def program_from_bytes(data: np.ndarray) -> Program:
+    """The :class:`isa.program.Program` whose ``Program.to_bytes()`` are ``data``."""
     return load_program(np.asarray(data, np.uint8).tobytes())
 
 

@@ -96,16 +96,6 @@ class VtaProgram:
                 return r
         raise KeyError(name)
 
-    def counts(self) -> dict:
-        """Instruction counts by kind and the GEMM/ALU micro-ops executed."""
-        ops = self.commands[:, 0]
-        gemm = ops == Op.GEMM
-        alu = ops == Op.ALU
-        return {"loads": int((ops == Op.LOAD).sum()), "stores": int((ops == Op.STORE).sum()),
-                "gemm": int(gemm.sum()), "alu": int(alu.sum()),
-                "gemm_uops": sum(self.kernels[k].executions for k in self.commands[gemm, 1]),
-                "alu_uops": sum(self.kernels[k].executions for k in self.commands[alu, 1])}
-
     def replay(self, stream, buffers: dict) -> None:
         """Emit the program on a :class:`driver.CommandStream`; ``buffers`` maps region names
         to device buffers."""

@@ -94,7 +94,7 @@ def execute(model, inputs: dict, backend="functional", *, backend_options: dict 
             images.extend(stats.images)
             util = None
             if stats.cycles:
-                util = seg.program.counts()["gemm_uops"] / stats.cycles
+                util = seg.image.counters()["gemm_counter"] / stats.cycles
             rows.append({"name": seg.name, "target": "vta", "op": seg.op.describe(),
                          "macs": seg.macs, "cycles": stats.cycles, "launches": stats.launches,
                          "gemm_utilisation": util})
