@@ -107,8 +107,8 @@ def _pool_ok(e) -> bool:
         return False
     if e.op.name == "nn.global_avg_pool2d":
         return True
-    if a["ceil_mode"]:
-        return False
+    if a["ceil_mode"] and e.op.name != "nn.max_pool2d":
+        return False        # the average's divisor would change in the extra windows
     from relay.op._common import padding4
     return e.op.name == "nn.max_pool2d" or a["count_include_pad"] or not any(
         padding4(a["padding"]))
@@ -282,9 +282,18 @@ def _pool_op(call, name):
     if call.op.name == "nn.global_avg_pool2d":
         return PoolOp(name, "avg", shape, shape[2:])
     a = _attrs(call)
+    (kh, kw), (sh, sw) = pair(a["pool_size"], "pool_size"), pair(a["strides"], "strides")
+    dh, dw = pair(a["dilation"], "dilation")
+    pt, pl, pb, pr = padding4(a["padding"])
+    if a["ceil_mode"]:
+        # A max pool's ceil_mode windows reach past the padded input; what they cover there
+        # counts as padding (never wins), so it is more bottom / right padding of the DMA.
+        h, w = shape[2:]
+        oh, ow = _ttype(call).shape[2:]
+        pb += max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
+        pr += max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + pl + pr))
     return PoolOp(name, "max" if call.op.name == "nn.max_pool2d" else "avg", shape,
-                  tuple(pair(a["pool_size"], "pool_size")), tuple(pair(a["strides"], "strides")),
-                  tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")))
+                  (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw))
 
 
 class _Partition(ExprMutator):

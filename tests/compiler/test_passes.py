@@ -267,3 +267,35 @@ def test_stored_range_and_acc_init_step():
         assert acc_init_step(op) == init
     int32 = ConvOp("c", "conv2d", (1, 16, 1, 1), w, tail=tails[0][0], out_dtype="int32")
     assert acc_init_step(int32) is None
+
+
+def test_ceil_mode_max_pool_runs_on_vta():
+    """A ceil_mode max pool becomes a VTA pool with more bottom/right DMA padding (the extra
+    windows' part past the input never wins) and gives the interpreter's result exactly; a
+    ceil_mode average pool (its divisor changes there) and a max pool with a window wholly
+    past the input (here the last row of windows) stay on the CPU."""
+    from compiler.compile import compile_module
+    from compiler.runtime import execute
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 20, 8, 7), int8]) {
+  %0 = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], ceil_mode=True);
+  %1 = nn.max_pool2d(%x, pool_size=[3, 3], strides=[3, 2], padding=[0, 0, 0, 1], ceil_mode=True);
+  %4 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[3, 3], padding=[1, 1], ceil_mode=True);
+  %2 = nn.max_pool2d(%x, pool_size=[2, 2], strides=[2, 2], ceil_mode=True);
+  %3 = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], ceil_mode=True);
+  (%0, %1, %2, %3, %4)
+}
+"""
+    mod = relay.parse(text)
+    model = compile_module(mod, {}, "default")
+    vta = [s.op.describe() for s in model.segments if s.target == "vta"]
+    assert vta == ["max_pool 3x3/2 on 20x8x7 -> int8", "max_pool 3x3/3 on 20x8x7 -> int8",
+                   "max_pool 2x2/2 on 20x8x7 -> int8"]
+    pads = [s.op.padding for s in model.segments if s.target == "vta"]
+    assert pads == [(0, 0, 1, 0), (0, 0, 1, 2), (0, 0, 0, 1)]
+    x = np.random.default_rng(6).integers(-128, 128, (1, 20, 8, 7)).astype(np.int8)
+    x[0, :, 7, :] = -128            # the last row and column take part in the extra windows
+    x[0, :3, :, 6] = 127
+    outs, _, _ = execute(model, {"x": x}, "functional")
+    for got, want in zip(outs, relay.run(mod, x)):
+        np.testing.assert_array_equal(got, want)
