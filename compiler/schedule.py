@@ -12,6 +12,7 @@ the input blocks (the micro-ops enumerate taps, output blocks and columns).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import asdict, dataclass
 
@@ -82,6 +83,7 @@ def valid_span(o0: int, n: int, stride: int, pad: int, offset: int, size: int) -
     return max(lo - o0, 0), min(hi - o0, n)
 
 
+@functools.lru_cache(maxsize=4096)
 def _axis_taps(n_out: int, step: int, stride: int, pad: int, dil: int, k: int, size: int):
     """Along one axis, tiled by ``step``: (output-tap pairs that read inside the input,
     summed over the tiles the number of distinct valid spans of the taps, the number of
