@@ -3,6 +3,7 @@ and their blocked geometry on a configuration."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -89,7 +90,7 @@ class ConvOp:
             raise ValueError(f"{self.name}: weight {self.weight.shape} does not match {c} input "
                              f"channels in {self.groups} groups")
 
-    @property
+    @cached_property
     def residual(self) -> bool:
         return any(t.residual for t in self.tail)
 
@@ -204,6 +205,7 @@ def stored_range(op) -> tuple[int, int]:
     return lo, hi
 
 
+@functools.lru_cache(maxsize=256)      # per operator (identity): the cost model asks often
 def acc_init_step(op) -> tuple[str, int] | None:
     """The immediate ALU step (``("MAX", c)`` or ``("MIN", c)``) that turns every value ``op``'s
     tail can leave in the accumulator into the constant ``c`` of the tail's leading immediate
