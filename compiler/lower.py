@@ -100,9 +100,9 @@ _GROUP_COMMANDS = 2048
 
 def _open_group(p: ProgramBuilder, n: _Counters, key, uop_depth: int) -> None:
     """Enter the weight group ``key`` (its tiles keep their weights in SRAM) for the next tile,
-    in the open unit unless that is full. A tile adds at most two halves' kernels (each within the micro-op
-    buffer), so a unit closed once its kernels pass one buffer's worth stays within a launch's
-    staging capacity (isa.program: 4 x the buffer)."""
+    in the open unit unless that is full. A tile adds at most two halves' kernels (each within
+    the micro-op buffer), so a unit closed once its kernels pass one buffer's worth stays
+    within a launch's staging capacity (isa.program: 4 x the buffer)."""
     full = len(p) - n.group_start >= _GROUP_COMMANDS or p.unit_uops > uop_depth
     if n.group is not None and not full:
         if n.group != key:
@@ -319,9 +319,9 @@ def tap_rects(geo: ConvGeometry, oy0: int, th: int, ox0: int, tw: int) -> dict:
 def gemm_groups(layout: str, rects: dict, th: int, tw: int, per_tap: int = 1) -> list:
     """The GEMM instructions of one chunk: taps grouped by the output rectangle they cover,
     as [(taps, y0, y1, x0, x1)], the grouping with the fewest predicted cycles (``per_tap``
-    micro-op executions per tap and pixel, plus :data:`GEMM_INSN_CYCLES` per instruction). A group's
-    rectangle bounds its taps' (a tap may cover more pixels than its valid ones: those read
-    the padding, zero). Layout ``B`` keeps each tap's valid columns in its micro-ops, so it
+    micro-op executions per tap and pixel, plus :data:`GEMM_INSN_CYCLES` per instruction). A
+    group's rectangle bounds its taps' (a tap may cover more pixels than its valid ones: those
+    read the padding, zero). Layout ``B`` keeps each tap's valid columns in its micro-ops, so it
     groups by rows only. An interior tile is one group of every tap over the whole tile."""
     full = (0, th, 0, tw)
     keys = [lambda r: r[:2], lambda r: ()] if layout == "B" else \

@@ -14,8 +14,8 @@ from isa.config import MEMOP_PAD_BITS, VTAConfig
 from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
-__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "stored_range", "acc_init_step",
-           "sink_max",
+__all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "stored_range",
+           "acc_init_step", "sink_max",
            "accumulator_bounds", "ColumnFold", "fold_columns",
            "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
