@@ -175,7 +175,7 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
         if not chunks:          # every tap reads padding: no GEMM at all
             if n.tile >= reuse:
                 p.pop("store", "compute")
-            _init_rows(p, t, init)
+            _init_rows(p, geo, reg, t, init)
         for k, (c0, tci) in enumerate(chunks):
             ihalf = n.unit % s.vt
             _load_unit(p, geo, s, reg, n, t, window, c0, tci, ihalf * inp_half,
@@ -184,7 +184,7 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
             if k == 0:
                 if n.tile >= reuse:
                     p.pop("store", "compute")
-                _init_rows(p, t, init)
+                _init_rows(p, geo, reg, t, init)
             ih, iw = input_window(geo, th, tw)
             (sh, sw), (dh, dw) = op.strides, op.dilation
             row_step = 1 if skips_rows(geo) else sh     # input rows per output row in SRAM
@@ -192,7 +192,8 @@ def _emit_conv(p: ProgramBuilder, geo: ConvGeometry, s: Schedule, reg: dict, n: 
                   tci, ih, iw, *geo.kernel, row_step, sw, dh, dw, rects)
             p.push("compute", "load")
             n.unit += 1
-        _tail(p, geo, reg, t, op.tail[1:] if init else op.tail)
+        _tail(p, geo, reg, t, op.tail[1:] if init else op.tail,
+              consts_loaded=init is not None and init.const is not None)
         _store(p, geo, reg, t, placement)
         # what the half's rows hold now, for the next tile's initialisation
         n.acc[acc_base] = t.rows
@@ -205,16 +206,32 @@ def _acc_init(op, held: int | None, rows: int):
     ALU step of :func:`acc_init_step` (which also replaces the tail's leading ``ADD``) when
     the half's first ``held`` rows hold what an earlier tile of this unit stored."""
     step = acc_init_step(op)
-    if step is None or held is None or held < rows:
-        return None
-    return AluOp[step[0]], step[1]
+    return None if step is None or held is None or held < rows else step
 
 
-def _init_rows(p, t: "_Tile", init) -> None:
+def _init_rows(p, geo, reg, t: "_Tile", init) -> None:
+    """Set the tile's accumulator rows: GEMM reset, or ``init`` (after loading the constants
+    when it takes one: the tail then does not load them again)."""
     if init is None:
         p.gemm([(t.acc_base, 0, 0)], [(t.rows, 1, 0, 0)], reset=True)
+    elif init.imm is not None:
+        _alu_rows(p, AluOp[init.alu], t.acc_base, t.rows, imm=init.imm)
     else:
-        _alu_rows(p, init[0], t.acc_base, t.rows, imm=init[1])
+        _load_consts(p, geo, reg, t)
+        _alu_const(p, AluOp[init.alu], t, init.const)
+
+
+def _load_consts(p, geo, reg, t: "_Tile") -> None:
+    p.load(MemType.ACC, t.const_base, reg["consts"], t.ob0, x_size=t.tco,
+           y_size=len(geo.op.consts), x_stride=geo.ob)
+
+
+def _alu_const(p, alu: AluOp, t: "_Tile", const: int) -> None:
+    """``alu`` of the per-channel constant ``const`` over the tile's rows: dst walks each
+    output block's rows, src stays on the block's constant row."""
+    block = t.tb * t.th * t.tw
+    p.alu(alu, [(t.acc_base, t.const_base + const * t.tco, 0)],
+          [(t.tco, block, 1, 0), (block, 1, 0, 0)])
 
 
 def _input_rows(geo: ConvGeometry, t: _Tile):
@@ -254,28 +271,26 @@ def _load_unit(p, geo, s, reg, n, t: _Tile, window, c0, tci, inp_base, wgt_base)
     p.push("load", "compute")
 
 
-def _tail(p, geo, reg, t: _Tile, steps: tuple) -> None:
-    """Constants and residual into ACC, then the ALU ``steps`` over the tile's rows."""
+def _tail(p, geo, reg, t: _Tile, steps: tuple, consts_loaded: bool = False) -> None:
+    """Constants (unless loaded already) and residual into ACC, then the ALU ``steps`` over
+    the tile's rows."""
     op = geo.op
     oh, ow = geo.out_hw
-    if op.consts:
-        p.load(MemType.ACC, t.const_base, reg["consts"], t.ob0, x_size=t.tco,
-               y_size=len(op.consts), x_stride=geo.ob)
+    if op.consts and not consts_loaded:
+        _load_consts(p, geo, reg, t)
     if op.residual:
         for o, b in itertools.product(range(t.tco), range(t.tb)):
             p.load(MemType.ACC_8BIT, t.res_base + (o * t.tb + b) * t.th * t.tw, reg["residual"],
                    (((t.nb0 + b) * geo.ob + t.ob0 + o) * oh + t.oy0) * ow + t.ox0, x_size=t.tw,
                    y_size=t.th, x_stride=ow)
-    block = t.tb * t.th * t.tw
     for step in steps:
         alu = AluOp[step.alu]
         if step.imm is not None:
             _alu_rows(p, alu, t.acc_base, t.rows, imm=step.imm)
         elif step.residual:
             _alu_rows(p, alu, t.acc_base, t.rows, src=t.res_base, src_step=1)
-        else:   # per output block: dst walks the block's rows, src stays on its constant
-            p.alu(alu, [(t.acc_base, t.const_base + step.const * t.tco, 0)],
-                  [(t.tco, block, 1, 0), (block, 1, 0, 0)])
+        else:
+            _alu_const(p, alu, t, step.const)
     p.push("compute", "store")
 
 

@@ -4,7 +4,7 @@ and their blocked geometry on a configuration."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -15,7 +15,7 @@ from .errors import CompileError
 from .packing import ceil_div, expand_groups, pack_channel_const, pack_weight
 
 __all__ = ["TailOp", "simplify_tail", "merge_constant_adds", "tail_ranges", "stored_range",
-           "acc_init_step", "sink_max",
+           "acc_init_step", "offset_for_init", "sink_max",
            "accumulator_bounds", "ColumnFold", "fold_columns",
            "unfold_columns", "ConvOp", "ConvGeometry", "geometry", "ALU_OPS"]
 
@@ -206,17 +206,73 @@ def stored_range(op) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=256)      # per operator (identity): the cost model asks often
-def acc_init_step(op) -> tuple[str, int] | None:
-    """The immediate ALU step (``("MAX", c)`` or ``("MIN", c)``) that turns every value ``op``'s
-    tail can leave in the accumulator into the constant ``c`` of the tail's leading immediate
-    ``ADD c``, or None. Setting an accumulator row that an earlier tile stored to ``c`` by
-    this step replaces the GEMM reset and the ``ADD``: one ALU pass less per tile."""
+def acc_init_step(op) -> "TailOp | None":
+    """The ALU step (``MAX`` or ``MIN`` of the same operand) that turns every value ``op``'s
+    tail can leave in the accumulator into the operand of the tail's leading ``ADD`` (an
+    immediate, or a per-channel constant), or None. Setting an accumulator row that an earlier
+    tile stored by this step replaces the GEMM reset and the ``ADD``: one ALU pass less per
+    tile. A constant needs every stored value <= its smallest element (or >= its largest);
+    :func:`offset_for_init` makes it so."""
     first = op.tail[0] if op.tail else None
-    if op.out_dtype != "int8" or first is None or first.alu != "ADD" or first.imm is None:
+    if op.out_dtype != "int8" or first is None or first.alu != "ADD" or first.residual:
         return None
     lo, hi = stored_range(op)
-    c = first.imm
-    return ("MAX", c) if hi <= c else ("MIN", c) if lo >= c else None
+    if first.imm is not None:
+        c_lo = c_hi = first.imm
+    else:
+        c = np.asarray(op.consts[first.const], np.int64)
+        c_lo, c_hi = int(c.min()), int(c.max())
+    alu = "MAX" if hi <= c_lo else "MIN" if lo >= c_hi else None
+    return None if alu is None else TailOp(alu, imm=first.imm, const=first.const)
+
+
+def offset_for_init(op: "ConvOp") -> "ConvOp":
+    """Pass for an int8 result whose tail is ``ADD bias`` (a per-channel constant), further
+    ``ADD``s, ``SHR s``, then ``MAX``/``MIN``/``ADD`` immediates (the quantiser's
+    requantisation): adds ``K = 256 m 2^s`` to the bias and ``256 m`` to the bounds after the
+    shift, the smallest ``m`` that puts every stored value below the new bias, so that
+    :func:`acc_init_step` can set the accumulator by ``MAX bias``. Guarantees the same int8
+    results: ``(x + K) >> s = (x >> s) + 256 m`` exactly, the bounds move with it, and the
+    narrowing STORE drops multiples of 256; applied only when the interval analysis from the
+    int8 weights proves that nothing wraps, before or after. Otherwise returns ``op``."""
+    steps = op.tail
+    if op.out_dtype != "int8" or not steps or steps[0].alu != "ADD" or steps[0].const is None \
+            or acc_init_step(op) is not None:
+        return op
+    shr = next((i for i, t in enumerate(steps) if t.alu != "ADD"), len(steps))
+    shift = 0
+    if shr < len(steps) and steps[shr].alu == "SHR" and steps[shr].imm is not None \
+            and steps[shr].imm >= 0:
+        shift, after = steps[shr].imm, steps[shr + 1:]
+    else:
+        after = steps[shr:]
+    if any(t.imm is None or t.alu not in ("MAX", "MIN", "ADD") for t in after):
+        return op
+    lo, hi = accumulator_bounds(op.weight)
+    if not tail_ranges(steps, op.consts, lo, hi):
+        return op
+    k = steps[0].const
+    if any(t.const == k for t in steps[1:]):
+        return op
+    for m in (1, 2, 4, 8):
+        if (m << (shift + 8)) >= 1 << 31:
+            break
+        d = m << 8
+        moved = tuple(TailOp(t.alu, imm=t.imm + d) if t.alu in ("MAX", "MIN") else t
+                      for t in after)
+        if any(not -(1 << 15) <= t.imm < (1 << 15) for t in moved):
+            break
+        consts = list(op.consts)
+        consts[k] = np.asarray(consts[k], np.int64) + (m << (shift + 8))
+        if consts[k].max() > _I32[1]:
+            break
+        consts[k] = consts[k].astype(np.int32)
+        new = replace(op, tail=steps[:len(steps) - len(after)] + moved, consts=tuple(consts))
+        if not tail_ranges(new.tail, new.consts, lo, hi):
+            break
+        if acc_init_step(new) is not None:
+            return new
+    return op
 
 
 def sink_max(steps: tuple) -> tuple:

@@ -19,7 +19,8 @@ from relay.ty import TensorType
 from relay.visitor import ExprMutator
 
 from .errors import CompileError
-from .operators import (ConvOp, TailOp, accumulator_bounds, merge_constant_adds, simplify_tail,
+from .operators import (ConvOp, TailOp, accumulator_bounds, merge_constant_adds, offset_for_init,
+                        simplify_tail,
                         sink_max, tail_ranges)
 
 __all__ = ["prepare", "partition_for_vta", "vta_operator", "vta_functions", "IMM_RANGE"]
@@ -376,7 +377,8 @@ def _finish(tail: _Tail, weight: np.ndarray | None = None) -> tuple[tuple, tuple
 
 
 def vta_operator(fn: Function, name: str) -> ConvOp:
-    """The :class:`ConvOp` of one partitioned function (its chain walked from the anchor)."""
+    """The :class:`ConvOp` of one partitioned function (its chain walked from the anchor; a
+    convolution's tail after :func:`offset_for_init`)."""
     order = [n for n in post_order(fn.body) if isinstance(n, Call)]
     if _pool_ok(fn.body):
         return _pool_op(fn.body, name)
@@ -421,10 +423,13 @@ def vta_operator(fn: Function, name: str) -> ConvOp:
     w = anchor.args[1].data
     if anchor.op.name == "nn.dense":
         steps, consts = _finish(tail, w)
-        return ConvOp(name, "dense", (x.shape[0], x.shape[1], 1, 1), w.reshape(w.shape + (1, 1)),
-                      tail=steps, consts=consts, out_dtype=out_dtype)
+        return offset_for_init(ConvOp(name, "dense", (x.shape[0], x.shape[1], 1, 1),
+                                      w.reshape(w.shape + (1, 1)), tail=steps, consts=consts,
+                                      out_dtype=out_dtype))
     a = _attrs(anchor)
     from relay.op._common import pair, padding4
-    return ConvOp(name, "conv2d", tuple(x.shape), w, tuple(pair(a["strides"], "strides")),
-                  tuple(padding4(a["padding"])), tuple(pair(a["dilation"], "dilation")),
-                  a["groups"], *_finish(tail, w), out_dtype)
+    return offset_for_init(ConvOp(name, "conv2d", tuple(x.shape), w,
+                                  tuple(pair(a["strides"], "strides")),
+                                  tuple(padding4(a["padding"])),
+                                  tuple(pair(a["dilation"], "dilation")), a["groups"],
+                                  *_finish(tail, w), out_dtype))

@@ -10,7 +10,7 @@ from sim.functional import find_race
 
 from compiler.errors import CompileError, DoesNotFit
 from compiler.lower import lower_conv
-from compiler.operators import ConvOp, TailOp, geometry
+from compiler.operators import ConvOp, TailOp, geometry, offset_for_init
 from compiler.reference import reference_conv
 from compiler.runtime import RunStats, run_conv
 from compiler.schedule import Schedule, candidates, check_fits, choose, hazard_free_layout
@@ -67,7 +67,9 @@ def conv_ops(draw, cfg_name):
 
 
 def _check(cfg, op, x, res, schedule=None, backend="functional"):
-    geo = geometry(op, cfg)
+    """Lower ``op`` (after ``offset_for_init``, as the partition does), run, compare with the
+    reference of ``op`` itself."""
+    geo = geometry(offset_for_init(op), cfg)
     program = lower_conv(geo, schedule or choose(geo))
     stats = RunStats()
     out = run_conv(backend, geo, program, x, res, stats)
@@ -464,7 +466,9 @@ def _alu_kernels(program, alu):
       TailOp("MIN", imm=127)), ("MAX", 128)),
     ((TailOp("ADD", imm=-300), TailOp("SHR", imm=4), TailOp("MIN", imm=50),
       TailOp("MAX", imm=-100)), ("MIN", -300)),
-    ((TailOp("ADD", imm=100), TailOp("SHR", imm=4), TailOp("MAX", imm=-100)), None)])
+    ((TailOp("ADD", imm=100), TailOp("SHR", imm=4), TailOp("MAX", imm=-100)), None),
+    ((TailOp("ADD", const=0), TailOp("ADD", residual=True), TailOp("SHR", imm=7),
+      TailOp("MAX", imm=0), TailOp("MIN", imm=127)), ("MAX", None))])
 def test_accumulator_set_by_one_alu_step(tail, init):
     """After the first tile of each half, the rows a tile stored are set to the tail's leading
     ADD constant by MAX/MIN (none when the stored values straddle it) instead of a GEMM
@@ -473,9 +477,12 @@ def test_accumulator_set_by_one_alu_step(tail, init):
     rng = np.random.default_rng(12)
     w = rng.integers(-128, 128, (2 * cfg.block_out, cfg.block_in, 3, 3)).astype(np.int8)
     x = rng.integers(-128, 128, (1, w.shape[1], 8, 8)).astype(np.int8)
-    op = ConvOp("c", "conv2d", x.shape, w, (1, 1), (1, 1, 1, 1), (1, 1), 1, tail, (), "int8")
+    bias = rng.integers(-3000, 3000, w.shape[0]).astype(np.int32)
+    op = ConvOp("c", "conv2d", x.shape, w, (1, 1), (1, 1, 1, 1), (1, 1), 1, tail,
+                (bias,) if tail[0].const is not None else (), "int8")
+    res = rng.integers(-128, 128, op.out_shape).astype(np.int8) if op.residual else None
     s = Schedule(tco=1, th=4, tw=8, vt=2, layout="A")          # 4 tiles on 2 halves
-    program = lower_conv(geometry(op, cfg), s)
+    program = lower_conv(geometry(offset_for_init(op), cfg), s)
     from compiler.program import Op
     n_resets = sum(1 for k in program.commands[program.commands[:, 0] == Op.GEMM, 1]
                    if program.kernels[k].reset)
@@ -484,12 +491,13 @@ def test_accumulator_set_by_one_alu_step(tail, init):
     else:
         assert n_resets == 2
         inits = [k for k in _alu_kernels(program, init[0]) if k.imm == init[1]]
+        # (init[1] None: MAX of the bias, which offset_for_init moved above what is stored)
         assert sum(k.executions for k in inits) == 2 * 32      # two tiles of 32 rows
-        # the ADD of the first two tiles only
+        # the leading ADD on the first two tiles only (and the residual's on all four)
         adds = _alu_kernels(program, "ADD")
-        assert sum(k.executions for k in adds) == 2 * 32
+        assert sum(k.executions for k in adds) == 2 * 32 + 4 * 32 * op.residual
     for backend in ("functional", "cycle"):
-        stats = _check(cfg, op, x, None, s, backend)
+        stats = _check(cfg, op, x, res, s, backend)
         if backend == "functional":
             for image in stats.images:
                 find_race(image, schedules=4)

@@ -66,8 +66,9 @@ def test_partition_for_vta_before_after():
     np.testing.assert_array_equal(relay.run(after, x, r), relay.run(mod, x, r))
     (call,) = vta_functions(after["main"].body)
     op = vta_operator(call.op, "vta0")
+    # the clip moved by 256 with the bias (offset_for_init)
     assert op.describe() == ("conv2d 4->8 3x3/1 on 6x6 [ADD const0, ADD residual, ADD 8, SHR 4, "
-                             "MAX -128, MIN 127] -> int8")
+                             "MAX 128, MIN 383] -> int8")
     assert len(op.consts) == 1
 
 
@@ -247,11 +248,11 @@ def test_stored_range_and_acc_init_step():
                         [-2 ** 31, 2 ** 31 - 1, 0, -1, 127, -128]]).reshape(1, 1, -1, 1)
     bias = np.arange(-8, 8, dtype=np.int32) * 1000
     tails = [((TailOp("ADD", imm=128), TailOp("SHR", imm=8), TailOp("MAX", imm=-128),
-               TailOp("MIN", imm=127)), (-128, 127), ("MAX", 128)),
+               TailOp("MIN", imm=127)), (-128, 127), TailOp("MAX", imm=128)),
              ((TailOp("ADD", imm=-5), TailOp("MIN", imm=9), TailOp("MAX", imm=2)), (2, 9),
-              ("MIN", -5)),
+              TailOp("MIN", imm=-5)),
              ((TailOp("SHR", imm=20), TailOp("ADD", imm=3)), (-2045, 2050), None),
-             ((TailOp("ADD", imm=7), TailOp("SHR", imm=30)), (-2, 1), ("MAX", 7)),
+             ((TailOp("ADD", imm=7), TailOp("SHR", imm=30)), (-2, 1), TailOp("MAX", imm=7)),
              ((TailOp("SHR", imm=24), TailOp("ADD", const=0), TailOp("MUL", imm=3)),
               (-3 * (128 + 8000), 3 * (127 + 7000)), None),
              ((TailOp("ADD", imm=1), TailOp("MUL", imm=2)), (-2 ** 31, 2 ** 31 - 1), None)]
@@ -299,3 +300,33 @@ def @main(%x: Tensor[(1, 20, 8, 7), int8]) {
     outs, _, _ = execute(model, {"x": x}, "functional")
     for got, want in zip(outs, relay.run(mod, x)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_offset_for_init_before_after():
+    """The quantiser's ``ADD bias, SHR s, MAX 0, MIN 127`` becomes ``ADD bias + 2^(s+8),
+    SHR s, MAX 256, MIN 383``: the same int8 (low byte) on every accumulator value the int8
+    weights allow, and the accumulator can then be set by ``MAX bias``. An int32 result, a
+    MUL after the shift, or a sum that could wrap keeps the operator as it was."""
+    from compiler.operators import ConvOp, TailOp, acc_init_step, offset_for_init
+    from compiler.reference import apply_tail
+    rng = np.random.default_rng(3)
+    w = rng.integers(-128, 128, (16, 32, 3, 3)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, 16).astype(np.int32)
+    tail = (TailOp("ADD", const=0), TailOp("SHR", imm=10), TailOp("MAX", imm=0),
+            TailOp("MIN", imm=127))
+    op = ConvOp("c", "conv2d", (1, 32, 4, 4), w, tail=tail, consts=(bias,))
+    assert acc_init_step(op) is None
+    new = offset_for_init(op)
+    assert [t.describe() for t in new.tail] == ["ADD const0", "SHR 10", "MAX 256", "MIN 383"]
+    np.testing.assert_array_equal(new.consts[0], bias.astype(np.int64) + (1 << 18))
+    assert acc_init_step(new) == TailOp("MAX", const=0)
+    lim = int(np.abs(w.astype(np.int64)).sum(axis=(1, 2, 3)).max()) * 128
+    y = rng.integers(-lim, lim, (1, 16, 50, 40)).astype(np.int64)
+    np.testing.assert_array_equal(apply_tail(new, y), apply_tail(op, y))
+    for keep in (ConvOp("c", "conv2d", (1, 32, 4, 4), w, tail=tail, consts=(bias,),
+                        out_dtype="int32"),
+                 ConvOp("c", "conv2d", (1, 32, 4, 4), w, tail=tail[:2] + (TailOp("MUL", imm=3),),
+                        consts=(bias,)),
+                 ConvOp("c", "conv2d", (1, 32, 4, 4), w, tail=tail,
+                        consts=(np.full(16, 2 ** 31 - 2 ** 17, np.int32),))):
+        assert offset_for_init(keep) is keep
