@@ -232,7 +232,7 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     if acc_init_step(op) is not None:
         alu -= max(tiles - s.vt, 0) * (r + 8)
     compute = (gemm + alu + uop_load + acc_bytes / cfg.bus_bytes
-               + tiles * lat * s.tco * op.residual)
+               + tiles * lat * (s.tco * op.residual + bool(op.consts)))
     if s.vt == 2:
         # the first unit's loads and the last tile's store are not hidden; nor, where each
         # half keeps its weights, the part of a new weight group's load that outlasts the
