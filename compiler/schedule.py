@@ -33,6 +33,10 @@ _MAX_ITER = (1 << LOOP_ITER_BITS) - 1
 # Cycles one more GEMM or ALU instruction costs on the compute module besides its micro-ops:
 # the pipeline drains (its latency), then retire and the next start (sim/timing/compute.py).
 GEMM_INSN_CYCLES = GEMM_LATENCY + 2
+# What a tile costs the compute module beyond its instructions: its loads into ACC and of
+# micro-op kernels wait for the memory port behind the load module's transfers, and the token
+# round trips with store (100-250 cycles measured on small layers; a conservative share).
+TILE_CYCLES = 80
 
 
 @dataclass(frozen=True)
@@ -232,7 +236,7 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     if acc_init_step(op) is not None:
         alu -= max(tiles - s.vt, 0) * (r + 8)
     compute = (gemm + alu + uop_load + acc_bytes / cfg.bus_bytes
-               + tiles * lat * (s.tco * op.residual + bool(op.consts)))
+               + tiles * lat * (s.tco * op.residual + bool(op.consts)) + tiles * TILE_CYCLES)
     if s.vt == 2:
         # the first unit's loads and the last tile's store are not hidden; nor, where each
         # half keeps its weights, the part of a new weight group's load that outlasts the
