@@ -14,14 +14,14 @@ core, 6.62 M the compute bound at 256 MACs per cycle. ``--network`` also compile
 integer ResNet-18 (untuned; the time is the compile time) and runs it on the simulator.
 Each layer's tail is the requantisation (+128, >> 8, clip, narrowing store).
 
-Measured (2 shared cores, default configuration, --top 4): C2-C11 6.70 M cycles untuned,
-6.69 M tuned (tuning all layers: 217 s on a loaded machine) against 7.73 M (original) and
+Measured (2 shared cores, default configuration, --top 4): C2-C11 6.69 M cycles untuned,
+6.69 M tuned (tuning all layers: 250 s on a loaded machine) against 7.73 M (original) and
 6.62 M (every-tap bound); session 2 had 7.35 M / 7.32 M. The GEMM skips the taps that read
 only padding (6.11 M cycles of GEMM work remain), so C8, C9 and C11 beat the every-tap bound
 (102-117 %); the accumulator is set by ``MAX 128`` (folding the rounding ``ADD``): 4 ALU
 passes per accumulator row instead of 5. C5/C6 reach 96-98 % of the bound, C2/C3 89-90 %
 (the 4 passes: 11 % of their GEMM work, on the compute module that runs one instruction at a
-time), the 1x1 stride-2 layers C4, C7, C10 57-72 % (4-16 GEMM micro-ops per accumulator row
+time), the 1x1 stride-2 layers C4, C7, C10 53-70 % (57-70 % tuned) (4-16 GEMM micro-ops per accumulator row
 against the same 4 passes), fc 94 % (DRAM-bound). C1 (the 3-channel stem) runs column-folded
 (7 taps on 21 channels): 0.91 M cycles, 51 % GEMM utilisation. The whole integer ResNet-18
 compiles untuned in 6 s (2.1 s of CPU time, heavily shared cores) and runs in 8.35 M cycles.
