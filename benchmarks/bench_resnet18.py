@@ -22,10 +22,10 @@ only padding (6.11 M cycles of GEMM work remain), so C8, C9 and C11 beat the eve
 passes per accumulator row instead of 5. C5/C6 reach 96-98 % of the bound, C2/C3 89-90 %
 (the 4 passes: 11 % of their GEMM work, on the compute module that runs one instruction at a
 time), the 1x1 stride-2 layers C4, C7, C10 53-70 % (57-70 % tuned; 4-16 GEMM micro-ops per
-accumulator row against the same 4 passes), fc 94 % (DRAM-bound). C1 (the 3-channel stem) runs column-folded
-(7 taps on 21 channels): 0.91 M cycles, 51 % GEMM utilisation. The whole integer ResNet-18
-compiles untuned in 6-15 s wall (2.5 s of CPU time: heavily shared cores) and runs in 8.33 M
-cycles.
+accumulator row against the same 4 passes), fc 94 % (DRAM-bound). C1 (the 3-channel stem)
+runs column-folded (7 taps on 21 channels): 0.91 M cycles, 51 % GEMM utilisation. The whole
+integer ResNet-18 compiles untuned in 6-15 s wall (2.5 s of CPU time: heavily shared cores)
+and runs in 8.33 M cycles.
 """
 
 from __future__ import annotations
