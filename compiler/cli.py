@@ -133,10 +133,11 @@ def _quantised(args):
     import time
 
     from relay.quantize import QConfig
-    from relay.quantize.cli import quantize_file
+
+    from .model_cli import quantize_model
     start = time.perf_counter()
     print(f"importing and quantising {args.model} with {args.calibrate} ...", flush=True)
-    q = quantize_file(args.model, args.calibrate, args.params,
+    q = quantize_model(args.model, args.calibrate, args.params,
                       QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
                               skip_layers=tuple(args.skip_layer)))
     print(f"  int8 program in {time.perf_counter() - start:.1f} s; {q.report} (agreement "

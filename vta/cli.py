@@ -18,8 +18,7 @@ _COMMAND_MODULES = (
     "hw.cli",
     "bitstreams.cli",
     "relay.cli",
-    "relay.frontend.cli",
-    "relay.quantize.cli",
+    "compiler.model_cli",
     "compiler.cli",
     "designspace.cli",
 )
