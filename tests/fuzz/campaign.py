@@ -42,24 +42,15 @@ def _category(message: str) -> str:
 def _run_one(command, scale, show, tried, found, examples) -> None:
     @settings(max_examples=max(1, int(command.examples * scale)), derandomize=True,
               deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(files=command.files(), extra=command.extra(), out_kind=st.sampled_from(
-        ["new", "new", "new", "existing", "dir", "missing-dir"]))
+    @given(files=command.files(), extra=command.extra(),
+           out_kind=st.sampled_from(harness.OUT_KINDS))
     def one(files, extra, out_kind):
         tried[command.name] += 1
         with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:
-            tmp = Path(tmp)
-            paths = {}
-            for name, data in files.items():
-                (tmp / name).write_bytes(data)
-                paths[name] = tmp / name
-            out = {"new": tmp / command.out_name, "existing": tmp / "old.npz", "dir": tmp,
-                   "missing-dir": tmp / "no" / command.out_name}[out_kind]
-            if out_kind == "existing":
-                out.write_bytes(b"previous content")
-            argv = command.argv(tmp, paths, out) + list(extra)
+            argv, outputs, out, env = harness.prepare(command, Path(tmp), files, extra,
+                                                      out_kind)
             try:
-                result = harness.run_vta(argv, outputs=[out] if out_kind in (
-                    "new", "missing-dir") else [])
+                result = harness.run_vta(argv, outputs=outputs, env=env)
             except harness.Hang as exc:
                 category, message = "hang", str(exc)
             except SystemExit as exc:     # an older checkout: argparse exits
@@ -74,11 +65,7 @@ def _run_one(command, scale, show, tried, found, examples) -> None:
             if category is None:
                 try:
                     harness.check(result, command.allowed, name=command.name)
-                    if str(out) in map(str, argv) and out_kind in ("dir", "missing-dir"):
-                        assert result.code != 0, "wrote to an impossible path"
-                    if out_kind == "existing" and result.code != 0:
-                        assert out.read_bytes() == b"previous content", \
-                            "changed the existing output"
+                    harness.check_out_kind(result, out, out_kind)
                     return
                 except AssertionError as exc:
                     message = str(exc)

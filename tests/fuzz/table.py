@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from isa.errors import EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_USAGE
 
-from . import inputs
+from . import inputs, models
 
 ANY = {EXIT_OK, EXIT_REJECTED, EXIT_USAGE}
 INPUT = {EXIT_OK, EXIT_USAGE}          # commands that only read files: no program is run
@@ -41,6 +41,8 @@ class FuzzCommand:
     examples: int = 40
     extra: Callable[[], st.SearchStrategy] = lambda: st.just([])   # more arguments
     out_name: str = "out.npz"                                      # the output file's name
+    more_outputs: tuple = ()          # other files (in tmp) it writes: none may be left on failure
+    env: Callable[[Path], dict] = lambda tmp: {}                   # environment for the call
 
 
 def _one(name: str, strategy) -> Callable[[], st.SearchStrategy]:
@@ -131,6 +133,43 @@ TABLE = [
                                      f"{inputs.compiled_seed()['input_name']}={f['x.npy']}",
                                      "--out", out],
                 allowed=ANY, examples=40),
+    # The model commands: real models mutated (tests/fuzz/models.py) and calibration data.
+    FuzzCommand("import onnx", _one("m.onnx", models.onnx_file()),
+                lambda tmp, f, out: ["import", f["m.onnx"], "-o", out, "--params-out",
+                                     tmp / "params.npz"],
+                examples=40, out_name="out.rly", more_outputs=("params.npz",),
+                extra=lambda: models.SHAPE_OPTIONS),
+    FuzzCommand("import pt2", _one("m.pt2", models.pt2_file()),
+                lambda tmp, f, out: ["import", f["m.pt2"], "-o", out, "--params-out",
+                                     tmp / "params.npz"],
+                examples=12, out_name="out.rly", more_outputs=("params.npz",)),
+    FuzzCommand("quantize onnx", lambda: st.fixed_dictionaries({
+                    "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
+                lambda tmp, f, out: ["quantize", f["m.onnx"], "--calibrate", f["cal.npz"],
+                                     "-o", out],
+                examples=25, out_name="out.rly", extra=lambda: models.QUANTIZE_OPTIONS),
+    FuzzCommand("quantize pt2", lambda: st.fixed_dictionaries({
+                    "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
+                lambda tmp, f, out: ["quantize", f["m.pt2"], "--calibrate", f["cal.npz"],
+                                     "-o", out],
+                examples=8, out_name="out.rly"),
+    FuzzCommand("compile onnx", lambda: st.fixed_dictionaries({
+                    "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
+                lambda tmp, f, out: ["compile", f["m.onnx"], "--calibrate", f["cal.npz"],
+                                     "-o", out, "--config", "small"],
+                examples=12, out_name="out.vtab", extra=lambda: models.QUANTIZE_OPTIONS),
+    FuzzCommand("compile pt2", lambda: st.fixed_dictionaries({
+                    "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
+                lambda tmp, f, out: ["compile", f["m.pt2"], "--calibrate", f["cal.npz"],
+                                     "-o", out, "--config", "small"],
+                examples=6, out_name="out.vtab"),
+    FuzzCommand("tune", lambda: st.fixed_dictionaries({
+                    "m.rly": inputs.text_file((inputs.compiled_seed()["text"],)),
+                    "p.npz": inputs.params_file(), "tune.json": models.tuning_cache()}),
+                lambda tmp, f, out: ["tune", f["m.rly"], "--params", f["p.npz"], "--config",
+                                     "small", "--top", "1"],
+                examples=12, extra=lambda: models.TUNE_OPTIONS,
+                env=lambda tmp: {"VTA_TUNE_CACHE": tmp / "tune.json"}),
     FuzzCommand("trace-plot", _one("t.json", inputs.trace_file()),
                 lambda tmp, f, out: ["trace-plot", f["t.json"], "-o", out],
                 allowed=INPUT, examples=14, out_name="out.png"),
