@@ -116,10 +116,14 @@ def _arrays(path, what: str) -> dict:
 
 
 @contextlib.contextmanager
-def _quiet_frontends():
+def _quiet_frontends(model):
     """Keep the libraries' own chatter (torch's FutureWarnings, the traceback torch.export
     logs before it retries a corrupted archive) off the user's terminal: the command says in
     one line what is wrong."""
+    if Path(model).suffix.lower() == ".pt2":
+        # torch sets its loggers' levels when it is first imported: import it before ours.
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
     loggers = [logging.getLogger(name) for name in ("torch", "torch.export", "onnx")]
     levels = [lg.level for lg in loggers]
     with warnings.catch_warnings():
@@ -151,7 +155,7 @@ def import_model(model, out, params_out, shapes=None):
     if Path(out).resolve() == Path(params_out).resolve():
         raise InputError(f"-o and --params-out name the same file {out}")
     check_model_file(model)
-    with _quiet_frontends():
+    with _quiet_frontends(model):
         mod, params, text = convert(model, shapes=shapes)
     try:
         with atomic_output(params_out, what="--params-out") as weights, \
@@ -180,7 +184,7 @@ def quantize_model(model, calibrate, params=None, config=None, shapes=None):
     check_model_file(model)
     weights = _arrays(params, "weights") if params is not None else None
     samples = _arrays(calibrate, "calibration data")
-    with _quiet_frontends():
+    with _quiet_frontends(model):
         return quantize_file(model, samples, weights, config, shapes)
 
 
