@@ -9,7 +9,7 @@ from pathlib import Path
 
 from isa.errors import EXIT_OK, InputError
 
-__all__ = ["register", "run_vtab_main", "describe", "report_table"]
+__all__ = ["register", "run_vtab_main", "RUNNERS", "describe", "report_table"]
 
 
 class _Usage(InputError):
@@ -197,6 +197,8 @@ def describe(model) -> str:
 # ---------------------------------------------------------------------------- vta run X.vtab
 
 def _run_parser() -> argparse.ArgumentParser:
+    from isa.safeio import timeout_seconds
+
     p = argparse.ArgumentParser(
         prog="vta run", description="Run a VTA binary: the inputs by name, the outputs saved as "
                                     "output_0, output_1, ... (like 'vta relay run').")
@@ -210,13 +212,25 @@ def _run_parser() -> argparse.ArgumentParser:
                         "cycles and the share of MACs on VTA")
     p.add_argument("--config", default=None,
                    help="refuse the binary unless it was compiled for this configuration")
+    p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
+                   help="give up after this many seconds of wall-clock time for the whole "
+                        "model, naming the segment that was running (exit status 4); every "
+                        "backend honours it")
     return p
 
 
 def run_vtab_main(argv: list[str]) -> int:
-    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here and maps
-    the exceptions to exit codes)."""
+    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here through
+    :data:`RUNNERS` and maps the exceptions to exit codes)."""
     return _run(_run_parser().parse_args(argv))
+
+
+#: The file kinds ``vta run FILE`` hands to this layer (vta.cli collects every command module's
+#: RUNNERS: the driver, which owns ``vta run`` for program images, never imports the compiler):
+#: {kind (the file's suffix): (runner of the arguments after 'run', a line for --help)}.
+RUNNERS = {"vtab": (run_vtab_main, "'vta run MODEL.vtab --input NAME=ARRAY.npy --out RESULT.npz' "
+                                   "runs a compiled model\ninstead of a program image (see 'vta "
+                                   "run MODEL.vtab --help').")}
 
 
 def _run(args) -> int:
@@ -255,7 +269,7 @@ def _run(args) -> int:
         if str(v.dtype) != t.dtype or tuple(v.shape) != t.shape:
             raise _Usage(f"input {t.name} is {v.dtype}{list(v.shape)} but the model expects "
                          f"{t.dtype}{list(t.shape)}")
-    outputs, report, _ = execute(model, given, args.backend)
+    outputs, report, _ = execute(model, given, args.backend, timeout=args.timeout)
     save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outputs)}, compressed=False)
     if args.report:
         with atomic_output(args.report, what="--report", mode="w") as fh:
