@@ -60,10 +60,10 @@ def onnx_structure(draw) -> bytes:
         del graph.initializer[draw(st.integers(0, len(graph.initializer) - 1))]
     elif how == "init_shape":
         init = graph.initializer[draw(st.integers(0, len(graph.initializer) - 1))]
+        arr = onnx.numpy_helper.to_array(init)
         k = draw(st.integers(0, len(init.dims) - 1))
         init.dims[k] = draw(st.sampled_from(_DIMS))
         if draw(st.booleans()):     # make the data agree with the new shape, when it can
-            arr = onnx.numpy_helper.to_array(init)
             size = int(np.prod([max(d, 0) for d in init.dims])) if all(
                 0 <= d < 1 << 16 for d in init.dims) else None
             if size is not None:

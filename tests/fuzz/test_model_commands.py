@@ -1,0 +1,185 @@
+"""Regressions the model rows of the fuzz table found, and the contracts around them: ``vta
+import``/``quantize``/``compile`` on broken models and paths, ``vta run MODEL.vtab --timeout``
+on every backend, the runner registry, and the layering (relay imports nothing of isa)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isa.errors import EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from vta.cli import file_kind, main, runners
+
+from .harness import check, run_vta
+from .inputs import ROOT
+
+pytest.importorskip("onnx")
+
+DIGITS = ROOT / "examples" / "digits_cnn.onnx"
+
+
+def _one_error_line(capfd, prefix: str) -> str:
+    """What the command printed on the real stderr (file descriptor 2, where libraries' loggers
+    write too): exactly one line, starting ``prefix``."""
+    err = capfd.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prefix), err[-3000:]
+    return lines[0]
+
+
+def test_an_initializer_whose_data_does_not_fit_its_shape_is_an_input_error(tmp_path, capfd):
+    import onnx
+
+    model = onnx.load(DIGITS)
+    init = next(i for i in model.graph.initializer if i.name == "fc.weight")
+    init.dims[0] = 1 << 20                       # the data holds 10 x 512 floats
+    onnx.save(model, tmp_path / "m.onnx")
+    code = main(["import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.rly"),
+                 "--params-out", str(tmp_path / "m.npz")])
+    line = _one_error_line(capfd, "vta import: error: ")
+    assert code == EXIT_USAGE and "initializer 'fc.weight'" in line and "[1048576, 512]" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def test_a_corrupted_pt2_gives_one_line_without_library_noise(tmp_path):
+    """In a fresh process (torch's loggers set up as for a user, warnings shown): torch.export
+    logged a traceback before retrying, and the command's own line came after it."""
+    pytest.importorskip("torch")
+    from .models import pt2_seed
+
+    data = bytearray(pt2_seed())
+    at = data.index(b"archive/models/model.json") - 30       # its local file header
+    assert data[at:at + 4] == b"PK\x03\x04"
+    data[at:at + 4] = b"XXXX"
+    (tmp_path / "m.pt2").write_bytes(bytes(data))
+    proc = subprocess.run([sys.executable, "-W", "default", "-m", "vta", "import",
+                           str(tmp_path / "m.pt2"), "-o", str(tmp_path / "m.rly"),
+                           "--params-out", str(tmp_path / "m.npz")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == EXIT_USAGE and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith("vta import: error: ") and "torch.export program" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt2"]
+
+
+@pytest.mark.parametrize("out,message", [
+    (".", "it is a directory"), ("no/m.rly", "does not exist"), ("m.npz", "the same file")])
+def test_import_checks_its_outputs_before_the_work(tmp_path, capfd, monkeypatch, out, message):
+    import relay.frontend as frontend
+
+    def never(*a, **k):
+        raise AssertionError("the model was imported before the outputs were checked")
+
+    monkeypatch.setattr(frontend, "load_model", never)
+    code = main(["import", str(DIGITS), "-o", str(tmp_path / out), "--params-out",
+                 str(tmp_path / "m.npz")])
+    assert code == EXIT_USAGE and message in _one_error_line(capfd, "vta import: error: ")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", "/dev/zero", "-o", "{t}/m.rly", "--params-out", "{t}/m.npz"],
+    ["quantize", "/dev/zero", "--calibrate", "{t}/c.npz", "-o", "{t}/q.rly"],
+    ["compile", "/dev/zero", "--calibrate", "{t}/c.npz", "-o", "{t}/q.vtab"],
+    ["quantize", str(DIGITS), "--calibrate", "/dev/zero", "-o", "{t}/q.rly"],
+    ["quantize", str(DIGITS), "--calibrate", "{t}", "-o", "{t}/q.rly"],
+])
+def test_devices_and_directories_as_model_inputs(tmp_path, argv):
+    """Refused at once with exit 2 (an unbounded read of /dev/zero used to be the answer)."""
+    result = run_vta([a.format(t=tmp_path) for a in argv],
+                     outputs=[tmp_path / "m.rly", tmp_path / "q.rly", tmp_path / "q.vtab"])
+    check(result, {EXIT_USAGE}, name="regression")
+    assert result.seconds < 30
+
+
+def test_quantize_refuses_a_calibration_archive_that_needs_pickle(tmp_path, capfd):
+    np.savez(tmp_path / "c.npz", image=np.array([{"a": 1}], dtype=object))
+    code = main(["quantize", str(DIGITS), "--calibrate", str(tmp_path / "c.npz"), "-o",
+                 str(tmp_path / "q.rly")])
+    line = _one_error_line(capfd, "vta quantize: error: cannot read calibration data")
+    assert code == EXIT_USAGE and "never unpickled" in line
+    assert not (tmp_path / "q.rly").exists()
+
+
+@pytest.mark.parametrize("scale,message", [
+    (np.inf, "holds NaN or infinite values"), (np.nan, "holds NaN or infinite values"),
+    (1e38, "reaches inf in float32"),            # was a hang: an unbounded shift
+    (1e-30, "bits does not fit int32"),          # was an internal error (OverflowError)
+])
+def test_quantize_refuses_calibration_data_no_int8_scale_fits(tmp_path, capfd, scale, message):
+    x = np.random.default_rng(0).uniform(0, 1, (4, 1, 1, 8, 8)).astype("float32")
+    if np.isfinite(scale):
+        x = x * np.float32(scale)
+    else:
+        x.flat[5] = scale
+    np.savez(tmp_path / "c.npz", image=x)
+    result = run_vta(["quantize", DIGITS, "--calibrate", tmp_path / "c.npz", "-o",
+                      tmp_path / "q.rly"], outputs=[tmp_path / "q.rly"])
+    check(result, {EXIT_USAGE}, name="regression")
+    assert message in result.err and result.seconds < 60
+
+
+# ------------------------------------------------------------------------------ vta run .vtab
+@pytest.fixture(scope="module")
+def digits_vtab(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vtab")
+    x = np.random.default_rng(0).uniform(0, 1, (4, 1, 1, 8, 8)).astype("float32")
+    np.savez(tmp / "cal.npz", image=x)
+    np.save(tmp / "x.npy", x[0])
+    assert main(["compile", str(DIGITS), "--calibrate", str(tmp / "cal.npz"), "-o",
+                 str(tmp / "d.vtab"), "--config", "small"]) == EXIT_OK
+    assert main(["run", str(tmp / "d.vtab"), "--input", f"image={tmp / 'x.npy'}", "--out",
+                 str(tmp / "ref.npz")]) == EXIT_OK
+    return tmp
+
+
+@pytest.mark.parametrize("backend", ["functional", "cycle", "rtl"])
+def test_vtab_timeout_on_every_backend(digits_vtab, tmp_path, capfd, backend):
+    if backend == "rtl":
+        from driver.backends import BackendUnavailable, get_backend
+        try:
+            get_backend("rtl").check_available()
+        except BackendUnavailable as exc:
+            pytest.skip(f"rtl backend unavailable: {exc}")
+    run = ["run", str(digits_vtab / "d.vtab"), "--input", f"image={digits_vtab / 'x.npy'}",
+           "--backend", backend]
+    # Generous: the same outputs as the run without a timeout (the RTL builds its harness here).
+    assert main(run + ["--out", str(tmp_path / "ok.npz"), "--timeout", "3000"]) == EXIT_OK
+    np.testing.assert_array_equal(np.load(tmp_path / "ok.npz")["output_0"],
+                                  np.load(digits_vtab / "ref.npz")["output_0"])
+    capfd.readouterr()
+    # Too short: exit 4, one line naming the segment that was running, no output file.
+    code = main(run + ["--out", str(tmp_path / "late.npz"), "--timeout", "0.001"])
+    line = _one_error_line(capfd, "vta run: error: the model did not finish within 0.001 s: "
+                                  "segment ")
+    assert code == EXIT_TIMEOUT and f"on {backend}" in line
+    assert not (tmp_path / "late.npz").exists()
+
+
+def test_vtab_timeout_must_be_a_positive_number(digits_vtab, tmp_path):
+    for value in ("nan", "-1", "0", "inf", "abc"):
+        result = run_vta(["run", digits_vtab / "d.vtab", "--input",
+                          f"image={digits_vtab / 'x.npy'}", "--out", tmp_path / "o.npz",
+                          "--timeout", value], outputs=[tmp_path / "o.npz"])
+        check(result, {EXIT_USAGE}, name="regression")
+
+
+def test_run_routes_file_kinds_through_the_registry():
+    assert file_kind("a/B.VTAB") == "vtab" and file_kind("image.npz") == "npz"
+    from compiler.cli import run_vtab_main
+    assert runners()["vtab"][0] is run_vtab_main
+    assert "npz" not in runners()               # program images stay with the driver
+
+
+def test_layering_of_the_command_modules():
+    """relay (frontends, quantiser and their file-level steps) imports nothing of isa; the
+    driver's commands import nothing of the compiler (SPEC §1)."""
+    code = ("import sys, relay.frontend.cli, relay.quantize.cli, relay.frontend.onnx\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('isa', 'driver', "
+            "'compiler', 'sim', 'hw'))\nassert not bad, bad\n"
+            "import driver.cli\nassert 'compiler' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
