@@ -56,7 +56,8 @@ def register(subparsers) -> None:
     t.add_argument("model", metavar="MODEL.rly")
     t.add_argument("--params", metavar="PARAMS.npz")
     t.add_argument("--config", default="default")
-    t.add_argument("--top", type=int, default=6, help="candidates measured per operator")
+    t.add_argument("--top", type=_positive_int, default=6,
+                   help="candidates measured per operator (at least 1)")
     t.set_defaults(func=_tune)
 
     i = subparsers.add_parser("inspect", help="summarise a VTA binary (.vtab)",
@@ -64,6 +65,31 @@ def register(subparsers) -> None:
                                           "segments of a VTA binary with their schedules.")
     i.add_argument("binary", metavar="MODEL.vtab")
     i.set_defaults(func=_inspect)
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (and of a sensible length)."""
+    try:
+        value = int(text) if len(text) <= 40 else 0
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of at least 1")
+    return value
+
+
+def _check_tuning_cache() -> None:
+    """The tuning cache (``$VTA_TUNE_CACHE``) must be writable before tuning starts."""
+    from isa.safeio import check_output
+
+    from .tuning import default_cache_path
+    path = default_cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _Usage(f"cannot write the tuning cache {path} ($VTA_TUNE_CACHE): "
+                     f"{exc.strerror or exc}") from None
+    check_output(path, what="the tuning cache ($VTA_TUNE_CACHE)")
 
 
 def _read_model(path: str):
@@ -87,6 +113,8 @@ def _compile(args) -> int:
     from .binary import save_binary
     from .compile import compile_module
     check_output(args.out, what="-o")                 # before the compilation
+    if args.tune:
+        _check_tuning_cache()
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
@@ -149,6 +177,7 @@ def _tune(args) -> int:
     from isa.config import ConfigError, load_config
 
     from .tuning import tune_module
+    _check_tuning_cache()
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:

@@ -56,8 +56,15 @@ class TuningCache:
         return f"{cfg.key}/{cfg.bus_width}/{cfg.mem_latency}/{workload_key(op)}"
 
     def get(self, cfg, op: ConvOp) -> Schedule | None:
+        """The cached winner, or None; an entry that is not a schedule of ``op``'s space (a
+        hand-edited or damaged cache) is a miss, tuned again and overwritten."""
+        from .operators import geometry
         e = self.entries.get(self.key(cfg, op))
-        return None if e is None else Schedule.from_json(e["schedule"])
+        try:
+            s = Schedule.from_json(e["schedule"])
+        except (TypeError, KeyError, ValueError):
+            return None
+        return s if s in set(candidates(geometry(op, cfg))) else None
 
     def put(self, cfg, op: ConvOp, schedule: Schedule, cycles: int) -> None:
         self.entries[self.key(cfg, op)] = {"schedule": schedule.to_json(), "cycles": cycles,

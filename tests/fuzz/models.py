@@ -246,10 +246,22 @@ def tuning_seed() -> str:
 @st.composite
 def tuning_cache(draw) -> bytes:
     """``$VTA_TUNE_CACHE``: absent (empty), the real one, or the real one mutated."""
-    how = draw(st.sampled_from(("good", "good", "empty", "text", "bytes")))
+    how = draw(st.sampled_from(("good", "good", "empty", "text", "bytes", "entry", "entry")))
     if how == "empty":
         return b""
     text = tuning_seed()
+    if how == "entry":          # valid JSON, a damaged entry: a schedule outside the space
+        import json
+
+        doc = json.loads(text)
+        entry = doc[draw(st.sampled_from(sorted(doc)))]
+        field = draw(st.sampled_from(["tb", "tco", "th", "tw", "tci", "vt", "layout", "x"]))
+        value = draw(st.sampled_from([0, -1, 3, 1 << 40, "1", None, "C", [1]]))
+        if draw(st.booleans()):
+            entry["schedule"][field] = value
+        else:
+            entry[draw(st.sampled_from(["schedule", "cycles"]))] = value
+        text = json.dumps(doc)
     if how == "text":
         text = draw(mutate_text(text, nest="[", unnest="]", max_ops=2))
     data = text.encode("utf-8", "surrogatepass")

@@ -183,3 +183,50 @@ def test_layering_of_the_command_modules():
             "'compiler', 'sim', 'hw'))\nassert not bad, bad\n"
             "import driver.cli\nassert 'compiler' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+# ------------------------------------------------------------------------------ vta tune
+@pytest.fixture(scope="module")
+def tune_files(tmp_path_factory):
+    from .inputs import COMPILER_PROGRAM, compiled_seed
+    from .models import tuning_seed
+
+    tmp = tmp_path_factory.mktemp("tune")
+    (tmp / "p.npz").write_bytes(compiled_seed()["params"])
+    return COMPILER_PROGRAM, tmp / "p.npz", tuning_seed()
+
+
+@pytest.mark.parametrize("top", ["0", "-1", "x", "9" * 50])
+def test_tune_top_must_be_at_least_one(tune_files, tmp_path, top):
+    model, params, _ = tune_files
+    result = run_vta(["tune", model, "--params", params, "--config", "small", "--top", top],
+                     env={"VTA_TUNE_CACHE": tmp_path / "t.json"}, outputs=[tmp_path / "t.json"])
+    check(result, {EXIT_USAGE}, name="regression")      # --top 0 was an internal error
+    assert "--top" in result.err
+
+
+@pytest.mark.parametrize("cache", ["{t}", "/dev/null/t.json"])
+def test_an_unwritable_tuning_cache_is_refused_before_tuning(tune_files, tmp_path, cache):
+    model, params, _ = tune_files
+    for argv in (["tune", model, "--params", params, "--config", "small", "--top", "1"],
+                 ["compile", model, "--params", params, "--config", "small", "--tune", "-o",
+                  tmp_path / "m.vtab"]):
+        result = run_vta(argv, env={"VTA_TUNE_CACHE": cache.format(t=tmp_path)},
+                         outputs=[tmp_path / "m.vtab"])
+        check(result, {EXIT_USAGE}, name="regression")
+        assert "tuning cache" in result.err and result.seconds < 30
+
+
+def test_a_damaged_tuning_cache_entry_is_tuned_again(tune_files, tmp_path):
+    import json
+
+    model, params, seed = tune_files
+    doc = json.loads(seed)
+    for entry in doc.values():
+        entry["schedule"]["tco"] = 1 << 40           # no such tiling: the lowering would fail
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    result = run_vta(["compile", model, "--params", params, "--config", "small", "--tune", "-o",
+                      tmp_path / "m.vtab"], env={"VTA_TUNE_CACHE": tmp_path / "t.json"})
+    check(result, {EXIT_OK}, name="regression")
+    tuned = json.loads((tmp_path / "t.json").read_text())
+    assert set(tuned) == set(doc) and all(e["schedule"]["tco"] < 1 << 40 for e in tuned.values())
