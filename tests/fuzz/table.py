@@ -3,13 +3,12 @@ exit statuses it may answer with, and how many examples the default run tries.
 
 To fuzz a new command, add a :class:`FuzzCommand` row: a strategy drawing the input files
 (``{"name": bytes}``) and extra arguments, and ``argv(tmp, files, out)`` building the command
-line. The harness checks the rest (tests/fuzz/harness.py). The commands to come fit like this:
+line. The harness checks the rest (tests/fuzz/harness.py): the output given by ``out`` and any
+``more_outputs`` are left whole or not at all; ``env`` sets variables for the call (a cache
+location). The model commands draw real models mutated in their bytes and structure
+(tests/fuzz/models.py). Commands still to add fit the same way:
 
-* ``compile`` / ``import``: ``inputs.text_file(inputs.relay_seeds())`` or
-  ``mutate_bytes`` of a small ONNX model's bytes, ``-o out.vtab``; allowed ``ANY``;
-* ``run`` on ``.vtab``: ``mutate_bytes`` of a compiled binary (and its structure, like
-  ``image_file`` does for images), with ``--timeout``; allowed ``ANY | {EXIT_TIMEOUT}``;
-* ``tune`` / ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
+* ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
   ``text_file``, with the option values that make them fail before the expensive work.
 
 Such commands read with :mod:`isa.safeio` (bounded, UTF-8, pickle-free, atomic outputs) and
@@ -132,7 +131,9 @@ TABLE = [
                 lambda tmp, f, out: ["run", f["m.vtab"], "--input",
                                      f"{inputs.compiled_seed()['input_name']}={f['x.npy']}",
                                      "--out", out],
-                allowed=ANY, examples=40),
+                allowed=ANY | {EXIT_TIMEOUT}, examples=40,
+                extra=lambda: st.lists(TIMEOUTS.map(lambda t: ["--timeout", t]) | st.just(
+                    ["--backend", "cycle"]), max_size=2).map(lambda xs: [a for x in xs for a in x])),
     # The model commands: real models mutated (tests/fuzz/models.py) and calibration data.
     FuzzCommand("import onnx", _one("m.onnx", models.onnx_file()),
                 lambda tmp, f, out: ["import", f["m.onnx"], "-o", out, "--params-out",
