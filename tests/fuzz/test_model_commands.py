@@ -230,3 +230,18 @@ def test_a_damaged_tuning_cache_entry_is_tuned_again(tune_files, tmp_path):
     check(result, {EXIT_OK}, name="regression")
     tuned = json.loads((tmp_path / "t.json").read_text())
     assert set(tuned) == set(doc) and all(e["schedule"]["tco"] < 1 << 40 for e in tuned.values())
+
+
+# ------------------------------------------------------------------------------ vta relay
+@pytest.mark.parametrize("depth", [3_000, 20_000])
+def test_relay_modules_nested_deeply_parse_or_give_a_positioned_error(tmp_path, depth):
+    """A module (not just an expression) parses on relay.depth's big stack: 20,000 levels was a
+    RecursionError (an internal error), 3,000 must work."""
+    (tmp_path / "p.rly").write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 2), float32]) '
+                                    "{\n  add(%x, " + "(" * depth + "0f" + ")" * depth + ")\n}\n")
+    result = run_vta(["relay", "check", tmp_path / "p.rly"])
+    if depth <= 5_000:
+        check(result, {EXIT_OK}, name="regression")
+    else:
+        check(result, {EXIT_USAGE}, name="regression")
+        assert "p.rly:3:5010: expressions, types or patterns nested more than 5000" in result.err
