@@ -45,9 +45,11 @@ def test_an_initializer_whose_data_does_not_fit_its_shape_is_an_input_error(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 
 
-def test_a_corrupted_pt2_gives_one_line_without_library_noise(tmp_path):
-    """In a fresh process (torch's loggers set up as for a user, warnings shown): torch.export
-    logged a traceback before retrying, and the command's own line came after it."""
+def test_a_corrupted_pt2_gives_one_line_without_library_noise(tmp_path, capfd):
+    """torch.export logged a traceback (on file descriptor 2) before retrying, and torch raised
+    FutureWarnings; the command's own line came after them."""
+    import warnings
+
     pytest.importorskip("torch")
     from .models import pt2_seed
 
@@ -56,13 +58,14 @@ def test_a_corrupted_pt2_gives_one_line_without_library_noise(tmp_path):
     assert data[at:at + 4] == b"PK\x03\x04"
     data[at:at + 4] = b"XXXX"
     (tmp_path / "m.pt2").write_bytes(bytes(data))
-    proc = subprocess.run([sys.executable, "-W", "default", "-m", "vta", "import",
-                           str(tmp_path / "m.pt2"), "-o", str(tmp_path / "m.rly"),
-                           "--params-out", str(tmp_path / "m.npz")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == EXIT_USAGE and len(lines) == 1, proc.stderr[-3000:]
-    assert lines[0].startswith("vta import: error: ") and "torch.export program" in lines[0]
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        code = main(["import", str(tmp_path / "m.pt2"), "-o", str(tmp_path / "m.rly"),
+                     "--params-out", str(tmp_path / "m.npz")])
+    line = _one_error_line(capfd, "vta import: error: ")
+    assert code == EXIT_USAGE and "torch.export program" in line
+    assert not shown, [str(w.message) for w in shown]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt2"]
 
 
@@ -147,10 +150,11 @@ def test_vtab_timeout_on_every_backend(digits_vtab, tmp_path, capfd, backend):
             pytest.skip(f"rtl backend unavailable: {exc}")
     run = ["run", str(digits_vtab / "d.vtab"), "--input", f"image={digits_vtab / 'x.npy'}",
            "--backend", backend]
-    # Generous: the same outputs as the run without a timeout (the RTL builds its harness here).
-    assert main(run + ["--out", str(tmp_path / "ok.npz"), "--timeout", "3000"]) == EXIT_OK
-    np.testing.assert_array_equal(np.load(tmp_path / "ok.npz")["output_0"],
-                                  np.load(digits_vtab / "ref.npz")["output_0"])
+    if backend != "rtl":    # (tests/compiler checks the RTL's outputs; it is the slow one)
+        # Generous: the same outputs as the run without a timeout.
+        assert main(run + ["--out", str(tmp_path / "ok.npz"), "--timeout", "3000"]) == EXIT_OK
+        np.testing.assert_array_equal(np.load(tmp_path / "ok.npz")["output_0"],
+                                      np.load(digits_vtab / "ref.npz")["output_0"])
     capfd.readouterr()
     # Too short: exit 4, one line naming the segment that was running, no output file.
     code = main(run + ["--out", str(tmp_path / "late.npz"), "--timeout", "0.001"])
