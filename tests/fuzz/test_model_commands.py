@@ -69,6 +69,22 @@ def test_a_corrupted_pt2_gives_one_line_without_library_noise(tmp_path, capfd):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt2"]
 
 
+@pytest.mark.parametrize("node_input,message", [
+    ("", "a required input is missing"),                        # was KeyError: None
+    ("fc.weight", "layout NCHW has 4 axes but the tensor has rank 2"),   # was numpy's ValueError
+])
+def test_a_conv_fed_a_wrong_input_is_an_input_error(tmp_path, node_input, message):
+    import onnx
+
+    model = onnx.load(DIGITS)
+    model.graph.node[0].input[0] = node_input
+    onnx.save(model, tmp_path / "m.onnx")
+    result = run_vta(["import", tmp_path / "m.onnx", "-o", tmp_path / "m.rly", "--params-out",
+                      tmp_path / "m.npz"], outputs=[tmp_path / "m.rly", tmp_path / "m.npz"])
+    check(result, {EXIT_USAGE}, name="regression")
+    assert "node 0 '/conv1/Conv' (Conv)" in result.err and message in result.err
+
+
 @pytest.mark.parametrize("out,message", [
     (".", "it is a directory"), ("no/m.rly", "does not exist"), ("m.npz", "the same file")])
 def test_import_checks_its_outputs_before_the_work(tmp_path, capfd, monkeypatch, out, message):
