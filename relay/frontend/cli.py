@@ -6,7 +6,6 @@ below it (SPEC §1), so the command glue lives in a layer that may import both.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
