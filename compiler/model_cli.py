@@ -182,7 +182,9 @@ def quantize_model(model, calibrate, params=None, config=None, shapes=None):
     `vta compile --calibrate` take. Returns relay's ``Quantized``."""
     from relay.quantize.cli import quantize_file
     check_model_file(model)
-    weights = _arrays(params, "weights") if params is not None else None
+    weights = params            # relay refuses --params for a model that carries its weights
+    if params is not None and Path(model).suffix.lower() == ".rly":
+        weights = _arrays(params, "weights")
     samples = _arrays(calibrate, "calibration data")
     with _quiet_frontends(model):
         return quantize_file(model, samples, weights, config, shapes)
