@@ -105,6 +105,9 @@ def tune_op(op: ConvOp, cfg, *, top: int = 6, jobs: int | None = None) -> tuple[
     ranked = sorted(candidates(geo), key=lambda s: (not hazard_free_layout(geo, s),
                                                     estimate(geo, s)["cycles"]))
     picks = ranked[:top]
+    if not picks:       # as compile's schedule choice says (a zero-size tensor, say)
+        from .errors import DoesNotFit
+        raise DoesNotFit(f"{op.name}: no schedule fits {cfg.key}")
     jobs = jobs or min(len(picks), os.cpu_count() or 1)
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:

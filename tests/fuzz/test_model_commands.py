@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from isa.errors import EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from isa.errors import EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_USAGE
 from vta.cli import file_kind, main, runners
 
 from .harness import check, run_vta
@@ -264,3 +264,17 @@ def test_relay_modules_nested_deeply_parse_or_give_a_positioned_error(tmp_path, 
     else:
         check(result, {EXIT_USAGE}, name="regression")
         assert "p.rly:3:5010: expressions, types or patterns nested more than 5000" in result.err
+
+
+def test_tune_of_an_operator_no_schedule_fits_is_a_rejection(tune_files, tmp_path):
+    """A batch of 0 leaves no schedule: compile said DoesNotFit (exit 1), tune said min() of
+    an empty sequence (an internal error)."""
+    model, params, _ = tune_files
+    (tmp_path / "m.rly").write_text(model.read_text().replace("Tensor[(1, 3, 8, 8), int8]",
+                                                              "Tensor[(0, 3, 8, 8), int8]"))
+    for argv in (["tune", tmp_path / "m.rly", "--top", "1"],
+                 ["compile", tmp_path / "m.rly", "-o", tmp_path / "m.vtab"]):
+        result = run_vta(argv + ["--params", params, "--config", "small"],
+                         env={"VTA_TUNE_CACHE": tmp_path / "t.json"}, outputs=[tmp_path / "m.vtab"])
+        check(result, {EXIT_REJECTED}, name="regression")
+        assert "vta0: no schedule fits" in result.err
