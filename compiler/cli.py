@@ -92,6 +92,23 @@ def _check_tuning_cache() -> None:
     check_output(path, what="the tuning cache ($VTA_TUNE_CACHE)")
 
 
+def _check_params(mod, params: dict, path) -> None:
+    """Every array of ``--params`` is a parameter of @main, of its declared type and shape."""
+    if "main" in mod.functions and params:
+        names = {p.name_hint for p in mod["main"].params}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise _Usage(f"{path}: @main has no parameter(s) {', '.join(unknown)}; its "
+                         f"parameters are {', '.join(sorted(names))}")
+        for p in mod["main"].params:
+            t = p.type_annotation
+            if p.name_hint in params and t is not None and hasattr(t, "dtype"):
+                v = params[p.name_hint]
+                if str(v.dtype) != t.dtype or tuple(v.shape) != tuple(t.shape):
+                    raise _Usage(f"{path}: {p.name_hint} is {v.dtype}{list(v.shape)} but "
+                                 f"@main declares {t.dtype}{list(t.shape)}")
+
+
 def _read_model(path: str):
     import relay
     from isa.safeio import read_text
@@ -130,19 +147,7 @@ def _compile(args) -> int:
     else:
         mod = _read_model(args.model)
         params = _read_npz(args.params) if args.params else {}
-    if "main" in mod.functions and params:
-        names = {p.name_hint for p in mod["main"].params}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise _Usage(f"{args.params}: @main has no parameter(s) {', '.join(unknown)}; its "
-                         f"parameters are {', '.join(sorted(names))}")
-        for p in mod["main"].params:
-            t = p.type_annotation
-            if p.name_hint in params and t is not None and hasattr(t, "dtype"):
-                v = params[p.name_hint]
-                if str(v.dtype) != t.dtype or tuple(v.shape) != tuple(t.shape):
-                    raise _Usage(f"{args.params}: {p.name_hint} is {v.dtype}{list(v.shape)} but "
-                                 f"@main declares {t.dtype}{list(t.shape)}")
+    _check_params(mod, params, args.params)
     schedules = None
     if args.tune:
         from .tuning import tune_module
@@ -184,6 +189,7 @@ def _tune(args) -> int:
         raise _Usage(str(exc)) from None
     mod = _read_model(args.model)
     params = _read_npz(args.params) if args.params else {}
+    _check_params(mod, params, args.params)       # as compile does
     tuned = tune_module(mod, params, cfg, top=args.top, log=print)
     print(f"{len(tuned)} VTA operator(s) tuned for {cfg.name} ({cfg.key})")
     return EXIT_OK

@@ -278,3 +278,16 @@ def test_tune_of_an_operator_no_schedule_fits_is_a_rejection(tune_files, tmp_pat
                          env={"VTA_TUNE_CACHE": tmp_path / "t.json"}, outputs=[tmp_path / "m.vtab"])
         check(result, {EXIT_REJECTED}, name="regression")
         assert "vta0: no schedule fits" in result.err
+
+
+def test_tune_checks_its_parameters_like_compile(tune_files, tmp_path):
+    """A parameter of another dtype or shape was an internal error in tune (unknown dtype)."""
+    model, params, _ = tune_files
+    arrays = dict(np.load(params))
+    arrays["w2"] = np.array(["a", "b"])
+    np.savez(tmp_path / "p.npz", **arrays)
+    result = run_vta(["tune", model, "--params", tmp_path / "p.npz", "--config", "small",
+                      "--top", "1"], env={"VTA_TUNE_CACHE": tmp_path / "t.json"},
+                     outputs=[tmp_path / "t.json"])
+    check(result, {EXIT_USAGE}, name="regression")
+    assert "w2 is <U1[2] but @main declares int8[24, 16, 1, 1]" in result.err
