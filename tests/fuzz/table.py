@@ -143,7 +143,7 @@ TABLE = [
     FuzzCommand("import pt2", _one("m.pt2", models.pt2_file()),
                 lambda tmp, f, out: ["import", f["m.pt2"], "-o", out, "--params-out",
                                      tmp / "params.npz"],
-                examples=12, out_name="out.rly", more_outputs=("params.npz",)),
+                examples=8, out_name="out.rly", more_outputs=("params.npz",)),
     FuzzCommand("quantize onnx", lambda: st.fixed_dictionaries({
                     "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
                 lambda tmp, f, out: ["quantize", f["m.onnx"], "--calibrate", f["cal.npz"],
@@ -153,7 +153,7 @@ TABLE = [
                     "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
                 lambda tmp, f, out: ["quantize", f["m.pt2"], "--calibrate", f["cal.npz"],
                                      "-o", out],
-                examples=8, out_name="out.rly"),
+                examples=6, out_name="out.rly"),
     FuzzCommand("compile onnx", lambda: st.fixed_dictionaries({
                     "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
                 lambda tmp, f, out: ["compile", f["m.onnx"], "--calibrate", f["cal.npz"],
@@ -163,7 +163,7 @@ TABLE = [
                     "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
                 lambda tmp, f, out: ["compile", f["m.pt2"], "--calibrate", f["cal.npz"],
                                      "-o", out, "--config", "small"],
-                examples=6, out_name="out.vtab"),
+                examples=5, out_name="out.vtab"),
     FuzzCommand("tune", lambda: st.fixed_dictionaries({
                     "m.rly": inputs.text_file((inputs.compiled_seed()["text"],)),
                     "p.npz": inputs.params_file(), "tune.json": models.tuning_cache()}),
