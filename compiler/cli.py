@@ -9,7 +9,7 @@ from pathlib import Path
 
 from isa.errors import EXIT_OK, InputError
 
-__all__ = ["register", "run_vtab_main", "describe", "report_table"]
+__all__ = ["register", "run_vtab_main", "RUNNERS", "describe", "report_table"]
 
 
 class _Usage(InputError):
@@ -56,7 +56,8 @@ def register(subparsers) -> None:
     t.add_argument("model", metavar="MODEL.rly")
     t.add_argument("--params", metavar="PARAMS.npz")
     t.add_argument("--config", default="default")
-    t.add_argument("--top", type=int, default=6, help="candidates measured per operator")
+    t.add_argument("--top", type=_positive_int, default=6,
+                   help="candidates measured per operator (at least 1)")
     t.set_defaults(func=_tune)
 
     i = subparsers.add_parser("inspect", help="summarise a VTA binary (.vtab)",
@@ -64,6 +65,48 @@ def register(subparsers) -> None:
                                           "segments of a VTA binary with their schedules.")
     i.add_argument("binary", metavar="MODEL.vtab")
     i.set_defaults(func=_inspect)
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (and of a sensible length)."""
+    try:
+        value = int(text) if len(text) <= 40 else 0
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of at least 1")
+    return value
+
+
+def _check_tuning_cache() -> None:
+    """The tuning cache (``$VTA_TUNE_CACHE``) must be writable before tuning starts."""
+    from isa.safeio import check_output
+
+    from .tuning import default_cache_path
+    path = default_cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _Usage(f"cannot write the tuning cache {path} ($VTA_TUNE_CACHE): "
+                     f"{exc.strerror or exc}") from None
+    check_output(path, what="the tuning cache ($VTA_TUNE_CACHE)")
+
+
+def _check_params(mod, params: dict, path) -> None:
+    """Every array of ``--params`` is a parameter of @main, of its declared type and shape."""
+    if "main" in mod.functions and params:
+        names = {p.name_hint for p in mod["main"].params}
+        unknown = sorted(set(params) - names)
+        if unknown:
+            raise _Usage(f"{path}: @main has no parameter(s) {', '.join(unknown)}; its "
+                         f"parameters are {', '.join(sorted(names))}")
+        for p in mod["main"].params:
+            t = p.type_annotation
+            if p.name_hint in params and t is not None and hasattr(t, "dtype"):
+                v = params[p.name_hint]
+                if str(v.dtype) != t.dtype or tuple(v.shape) != tuple(t.shape):
+                    raise _Usage(f"{path}: {p.name_hint} is {v.dtype}{list(v.shape)} but "
+                                 f"@main declares {t.dtype}{list(t.shape)}")
 
 
 def _read_model(path: str):
@@ -87,6 +130,8 @@ def _compile(args) -> int:
     from .binary import save_binary
     from .compile import compile_module
     check_output(args.out, what="-o")                 # before the compilation
+    if args.tune:
+        _check_tuning_cache()
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
@@ -102,19 +147,7 @@ def _compile(args) -> int:
     else:
         mod = _read_model(args.model)
         params = _read_npz(args.params) if args.params else {}
-    if "main" in mod.functions and params:
-        names = {p.name_hint for p in mod["main"].params}
-        unknown = sorted(set(params) - names)
-        if unknown:
-            raise _Usage(f"{args.params}: @main has no parameter(s) {', '.join(unknown)}; its "
-                         f"parameters are {', '.join(sorted(names))}")
-        for p in mod["main"].params:
-            t = p.type_annotation
-            if p.name_hint in params and t is not None and hasattr(t, "dtype"):
-                v = params[p.name_hint]
-                if str(v.dtype) != t.dtype or tuple(v.shape) != tuple(t.shape):
-                    raise _Usage(f"{args.params}: {p.name_hint} is {v.dtype}{list(v.shape)} but "
-                                 f"@main declares {t.dtype}{list(t.shape)}")
+    _check_params(mod, params, args.params)
     schedules = None
     if args.tune:
         from .tuning import tune_module
@@ -133,10 +166,11 @@ def _quantised(args):
     import time
 
     from relay.quantize import QConfig
-    from relay.quantize.cli import quantize_file
+
+    from .model_cli import quantize_model
     start = time.perf_counter()
     print(f"importing and quantising {args.model} with {args.calibrate} ...", flush=True)
-    q = quantize_file(args.model, args.calibrate, args.params,
+    q = quantize_model(args.model, args.calibrate, args.params,
                       QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
                               skip_layers=tuple(args.skip_layer)))
     print(f"  int8 program in {time.perf_counter() - start:.1f} s; {q.report} (agreement "
@@ -148,12 +182,14 @@ def _tune(args) -> int:
     from isa.config import ConfigError, load_config
 
     from .tuning import tune_module
+    _check_tuning_cache()
     try:
         cfg = load_config(args.config)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
     mod = _read_model(args.model)
     params = _read_npz(args.params) if args.params else {}
+    _check_params(mod, params, args.params)       # as compile does
     tuned = tune_module(mod, params, cfg, top=args.top, log=print)
     print(f"{len(tuned)} VTA operator(s) tuned for {cfg.name} ({cfg.key})")
     return EXIT_OK
@@ -196,6 +232,8 @@ def describe(model) -> str:
 # ---------------------------------------------------------------------------- vta run X.vtab
 
 def _run_parser() -> argparse.ArgumentParser:
+    from isa.safeio import timeout_seconds
+
     p = argparse.ArgumentParser(
         prog="vta run", description="Run a VTA binary: the inputs by name, the outputs saved as "
                                     "output_0, output_1, ... (like 'vta relay run').")
@@ -209,13 +247,25 @@ def _run_parser() -> argparse.ArgumentParser:
                         "cycles and the share of MACs on VTA")
     p.add_argument("--config", default=None,
                    help="refuse the binary unless it was compiled for this configuration")
+    p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
+                   help="give up after this many seconds of wall-clock time for the whole "
+                        "model, naming the segment that was running (exit status 4); every "
+                        "backend honours it")
     return p
 
 
 def run_vtab_main(argv: list[str]) -> int:
-    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here and maps
-    the exceptions to exit codes)."""
+    """``vta run MODEL.vtab ...`` (the ``vta`` command routes ``.vtab`` files here through
+    :data:`RUNNERS` and maps the exceptions to exit codes)."""
     return _run(_run_parser().parse_args(argv))
+
+
+#: The file kinds ``vta run FILE`` hands to this layer (vta.cli collects every command module's
+#: RUNNERS: the driver, which owns ``vta run`` for program images, never imports the compiler):
+#: {kind (the file's suffix): (runner of the arguments after 'run', a line for --help)}.
+RUNNERS = {"vtab": (run_vtab_main, "'vta run MODEL.vtab --input NAME=ARRAY.npy --out RESULT.npz' "
+                                   "runs a compiled model\ninstead of a program image (see 'vta "
+                                   "run MODEL.vtab --help').")}
 
 
 def _run(args) -> int:
@@ -254,7 +304,7 @@ def _run(args) -> int:
         if str(v.dtype) != t.dtype or tuple(v.shape) != t.shape:
             raise _Usage(f"input {t.name} is {v.dtype}{list(v.shape)} but the model expects "
                          f"{t.dtype}{list(t.shape)}")
-    outputs, report, _ = execute(model, given, args.backend)
+    outputs, report, _ = execute(model, given, args.backend, timeout=args.timeout)
     save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outputs)}, compressed=False)
     if args.report:
         with atomic_output(args.report, what="--report", mode="w") as fh:

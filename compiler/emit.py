@@ -55,15 +55,26 @@ def program_from_bytes(data: np.ndarray) -> Program:
     return load_program(np.asarray(data, np.uint8).tobytes())
 
 
-def run_linked(program: Program, inputs: dict, backend, stats=None) -> np.ndarray:
+def run_linked(program: Program, inputs: dict, backend, stats=None, *,
+               deadline: float | None = None) -> np.ndarray:
     """Link ``program`` with ``inputs``, run its launches in order on ``backend``, return the
     ``out`` region. ``stats`` (a :class:`~compiler.runtime.RunStats`) collects cycles,
-    counters and the launch images."""
+    counters and the launch images. ``deadline`` (``time.monotonic()``): each launch gets the
+    time left as its timeout; the backend raises ``DeviceTimeout`` when it runs out."""
+    import time
+
+    from driver.backends.base import DeviceTimeout
     linked = program.link(inputs=inputs)
     dram = linked.dram
     for k in range(len(linked)):
         image = linked.image(k, dram)
-        result = backend.run(image)
+        timeout = None
+        if deadline is not None:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                raise DeviceTimeout(f"no time left before launch {k} of {len(linked)}",
+                                    field="timeout", value=0)
+        result = backend.run(image, timeout=timeout)
         if stats is not None:
             stats.add(result)
             stats.images.append(image)

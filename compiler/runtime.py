@@ -61,6 +61,13 @@ def run_conv(backend, geo: ConvGeometry, program: VtaProgram, x: np.ndarray,
 
 # ---------------------------------------------------------------------------- whole models
 
+def _timed_out(timeout, seg, backend, detail):
+    from isa.errors import RunTimeout
+    what = seg.op.describe() if seg.target == "vta" else seg.kind
+    return RunTimeout(f"the model did not finish within {timeout:g} s: segment {seg.name} "
+                      f"({what}) on {getattr(backend, 'name', backend)}: {detail}")
+
+
 def load_cpu(model):
     """JIT-compile the model's CPU segments (LLVM via llvmlite)."""
     from .cpu import CpuLibrary
@@ -68,21 +75,29 @@ def load_cpu(model):
 
 
 def execute(model, inputs: dict, backend="functional", *, backend_options: dict | None = None,
-            cpu=None):
+            cpu=None, timeout: float | None = None):
     """Run a compiled model; ``cpu`` is its :func:`load_cpu` library (made here if None).
-    Returns (outputs in order, report, images)."""
+    ``timeout``: seconds for the whole run, checked before every segment and given to every
+    launch as the time left (:class:`isa.errors.RunTimeout` names the segment that was
+    running). Returns (outputs in order, report, images)."""
+    import time
+
     from .cpu import run_cpu_segment
     cpu = load_cpu(model) if cpu is None else cpu
     from driver.backends import get_backend
+    from driver.backends.base import DeviceTimeout
 
     from .emit import run_linked
     cfg = model.config
     device = get_backend(backend, **(backend_options or {}))
+    deadline = None if timeout is None else time.monotonic() + timeout
     values = {}
     for info in model.inputs:
         values[info.name] = inputs[info.name]
     rows, images, total = [], [], 0
     for seg in model.segments:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise _timed_out(timeout, seg, backend, "the time ran out before it started")
         args = [values[n] for n in seg.inputs]
         if seg.target == "vta":
             stats = RunStats()
@@ -90,7 +105,11 @@ def execute(model, inputs: dict, backend="functional", *, backend_options: dict 
             if seg.op.residual:
                 arrays["residual"] = args[1]
             info = model.tensors[seg.output]
-            values[seg.output] = run_linked(seg.image, arrays, device, stats).reshape(info.shape)
+            try:
+                out = run_linked(seg.image, arrays, device, stats, deadline=deadline)
+            except DeviceTimeout as exc:
+                raise _timed_out(timeout, seg, backend, exc) from None
+            values[seg.output] = out.reshape(info.shape)
             images.extend(stats.images)
             util = None
             if stats.cycles:

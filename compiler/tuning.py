@@ -56,8 +56,15 @@ class TuningCache:
         return f"{cfg.key}/{cfg.bus_width}/{cfg.mem_latency}/{workload_key(op)}"
 
     def get(self, cfg, op: ConvOp) -> Schedule | None:
+        """The cached winner, or None; an entry that is not a schedule of ``op``'s space (a
+        hand-edited or damaged cache) is a miss, tuned again and overwritten."""
+        from .operators import geometry
         e = self.entries.get(self.key(cfg, op))
-        return None if e is None else Schedule.from_json(e["schedule"])
+        try:
+            s = Schedule.from_json(e["schedule"])
+        except (TypeError, KeyError, ValueError):
+            return None
+        return s if s in set(candidates(geometry(op, cfg))) else None
 
     def put(self, cfg, op: ConvOp, schedule: Schedule, cycles: int) -> None:
         self.entries[self.key(cfg, op)] = {"schedule": schedule.to_json(), "cycles": cycles,
@@ -98,6 +105,9 @@ def tune_op(op: ConvOp, cfg, *, top: int = 6, jobs: int | None = None) -> tuple[
     ranked = sorted(candidates(geo), key=lambda s: (not hazard_free_layout(geo, s),
                                                     estimate(geo, s)["cycles"]))
     picks = ranked[:top]
+    if not picks:       # as compile's schedule choice says (a zero-size tensor, say)
+        from .errors import DoesNotFit
+        raise DoesNotFit(f"{op.name}: no schedule fits {cfg.key}")
     jobs = jobs or min(len(picks), os.cpu_count() or 1)
     if jobs > 1:
         with ProcessPoolExecutor(jobs) as pool:

@@ -110,7 +110,7 @@ def evaluate_on_vta(quantized, count=None, backend="functional", config="default
 
 
 def export(folder):
-    from relay.frontend.cli import import_model
+    from compiler.model_cli import import_model
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     import_model(MODEL, folder / "digits.rly", folder / "params.npz")

@@ -1008,6 +1008,7 @@ def _without_stale(base, redefined):
                     {n: td for n, td in base.type_definitions.items() if n not in stale_types})
 
 
+@deep(_nesting_error)
 def parse(text, base: IRModule | None = None, source="<string>", constants=None) -> IRModule:
     """Parse a module.  ``base`` supplies definitions (e.g. the prelude) that the text may use;
     the result contains them plus the text's own.  ``constants`` overrides the metadata section."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import PurePath
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "runners", "file_kind"]
 
-# Modules with a ``register(subparsers)`` function, in the order --help lists them.
+# Modules with a ``register(subparsers)`` function (and, for `vta run` on a file kind of their
+# own, a ``RUNNERS`` table), in the order --help lists them.
 _COMMAND_MODULES = (
     "vta.demo",
     "isa.cli",
@@ -18,35 +20,53 @@ _COMMAND_MODULES = (
     "hw.cli",
     "bitstreams.cli",
     "relay.cli",
-    "relay.frontend.cli",
-    "relay.quantize.cli",
+    "compiler.model_cli",
     "compiler.cli",
     "designspace.cli",
 )
 
 
-# `vta run` on a compiled model is routed to the compiler in main(); --help says so.
-_VTAB_HELP = ("\n\n'vta run MODEL.vtab --input NAME=ARRAY.npy --out RESULT.npz' runs a compiled\n"
-              "model instead of a program image (see 'vta run MODEL.vtab --help').")
+def _command_modules():
+    """The command modules of this checkout, imported, in --help order."""
+    for name in _COMMAND_MODULES:
+        try:
+            yield importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            # a layer that is not in this checkout yet
+
+
+def runners() -> dict:
+    """``vta run FILE`` on a file that is not a program image: {file kind: (runner, help line)}
+    collected from the command modules' ``RUNNERS`` (e.g. compiler.cli's "vtab"), so that the
+    driver, which owns ``vta run`` for images, never imports the layers above it."""
+    found = {}
+    for module in _command_modules():
+        found.update(getattr(module, "RUNNERS", {}))
+    return found
+
+
+def file_kind(path: str) -> str:
+    """The kind of a file for the runner registry: its suffix, lower case, without the dot."""
+    return PurePath(path).suffix.lower().lstrip(".")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from isa.errors import EXIT_CODES_HELP
 
+    modules = list(_command_modules())
+    runner_help = "".join(f"\n\n{help_line}" for module in modules
+                          for _, help_line in getattr(module, "RUNNERS", {}).values())
     parser = argparse.ArgumentParser(
         prog="vta", description="VTA, the Versatile Tensor Accelerator, in Python: assemble, "
                                 "run, build hardware and compile models.",
-        epilog=EXIT_CODES_HELP + _VTAB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_CODES_HELP + runner_help,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an internal error (also VTA_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # a layer that is not in this checkout yet
-                continue
-            raise
+    for module in modules:
         module.register(subparsers)
     return parser
 
@@ -56,13 +76,14 @@ def main(argv=None) -> int:
     from isa.errors import EXIT_USAGE, run_command
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    # `vta run MODEL.vtab` runs a compiled model; images (.npz) stay with the driver, which
-    # does not import the compiler.
+    # `vta run FILE` on a kind of file an upper layer registered (a compiled model, .vtab)
+    # goes to that layer's runner; program images stay with the driver.
     debug = "--debug" in argv[:1]
     rest = argv[1:] if debug else argv
-    if len(rest) >= 2 and rest[0] == "run" and rest[1].endswith(".vtab"):
-        from compiler.cli import run_vtab_main
-        return run_command(lambda _: run_vtab_main(rest[1:]), None, "vta run", debug=debug)
+    if len(rest) >= 2 and rest[0] == "run" and not rest[1].startswith("-"):
+        runner = runners().get(file_kind(rest[1]))
+        if runner is not None:
+            return run_command(lambda _: runner[0](rest[1:]), None, "vta run", debug=debug)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

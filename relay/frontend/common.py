@@ -82,6 +82,8 @@ class GraphBuilder:
 
     # -- values
     def typeof(self, x):
+        if x is None:           # an ONNX input left empty where the operator needs one
+            raise FrontendError("a required input is missing (its name is empty)")
         if isinstance(x, Const):
             return TensorType(x.array.shape, str(x.array.dtype))
         return self._types[x]
@@ -106,9 +108,22 @@ class GraphBuilder:
         """``name(*args, **attrs)``: evaluated now if every argument is a ``Const``."""
         opdef = get_op(name)
         flat = [a for t in args for a in (t if isinstance(t, (list, tuple)) else [t])]
+        if any(a is None for a in flat):
+            raise FrontendError(f"{name}: a required input is missing (its name is empty)")
         if flat and all(isinstance(a, Const) for a in flat):
             vals = [tuple(a.array for a in t) if isinstance(t, (list, tuple)) else t.array for t in args]
-            out = opdef.compute(vals, opdef.normalize_attrs(attrs))
+            norm = opdef.normalize_attrs(attrs)
+            # The relation first: a kernel given arguments its relation rejects (a 2-D "image"
+            # for conv2d in a malformed model) fails with numpy's words, or not at all.
+            types = [TupleType(tuple(self.typeof(f) for f in t)) if isinstance(t, (list, tuple))
+                     else self.typeof(t) for t in args]
+            try:
+                get_relation(opdef.relation)(types, norm)
+            except NotReady:
+                pass
+            except (RelationError, ValueError) as e:
+                raise FrontendError(f"{name}: {e}") from None
+            out = opdef.compute(vals, norm)
             named = next((a.name for a in flat if a.name), None)
             return Const(np.asarray(out), f"{named}_{name.split('.')[-1]}" if named else None)
         exprs, types = [], []

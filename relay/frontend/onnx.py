@@ -123,6 +123,15 @@ def _attrs(onnx, node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _to_array(onnx, tensor, what):
+    """The array of a TensorProto whose data may not match its declared shape or type."""
+    try:
+        return onnx.numpy_helper.to_array(tensor)
+    except Exception as e:  # noqa: BLE001 - onnx raises ValueError, TypeError, KeyError, ...
+        raise _Malformed(f"{what} {tensor.name!r} holds data that does not match its shape "
+                         f"{list(tensor.dims)} and type {tensor.data_type}: {e}") from None
+
+
 def _decode(v):
     return v.decode() if isinstance(v, bytes) else v
 
@@ -540,7 +549,7 @@ def _gather(ctx, node, attrs, x, idx):
 @_op("ConstantOfShape", attrs={"value": None})
 def _constant_of_shape(ctx, node, attrs, shape):
     onnx = _onnx()
-    fill = onnx.numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+    fill = _to_array(onnx, attrs["value"], "value") if "value" in attrs else np.zeros(1, np.float32)
     shape = [int(d) for d in ctx.static(shape, "the shape")]
     return [Const(np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype))]
 
@@ -550,7 +559,7 @@ def _constant_of_shape(ctx, node, attrs, shape):
 def _constant(ctx, node, attrs):
     onnx = _onnx()
     if "value" in attrs:
-        return [Const(onnx.numpy_helper.to_array(attrs["value"]))]
+        return [Const(_to_array(onnx, attrs["value"], "value"))]
     if "value_float" in attrs:
         return [Const(np.array(attrs["value_float"], np.float32))]
     if "value_floats" in attrs:
@@ -703,7 +712,10 @@ def from_onnx(model, shapes=None, name=None):
     ctx = _Ctx(g, opset, model_name)
     ctx.consumed = {n for node in model.graph.node for n in node.input} | {o.name for o in model.graph.output}
     for init in model.graph.initializer:
-        ctx.values[init.name] = Const(onnx.numpy_helper.to_array(init), init.name)
+        try:
+            ctx.values[init.name] = Const(_to_array(onnx, init, "initializer"), init.name)
+        except _Malformed as e:
+            raise FrontendError(f"model {model_name!r}: {e}") from None
     unknown = set(shapes) - {vi.name for vi in model.graph.input}
     if unknown:
         raise FrontendError(f"model {model_name!r} has no input(s) {', '.join(sorted(unknown))}")

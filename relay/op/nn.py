@@ -57,6 +57,18 @@ def _conv_weight_from_attrs(data_nchw, attrs):
     return (attrs["channels"], _div(data_nchw[1], attrs["groups"]), kh, kw)
 
 
+def _check_weight_attrs(attrs, o, kh, kw, verb):
+    """conv2d and conv2d_transpose: the optional ``channels`` and ``kernel_size`` attributes
+    must agree with the weight's ``o`` output channels and ``(kh, kw)`` kernel (the message
+    says the weight ``verb`` them: "has" for OIHW, "gives" where groups multiply them)."""
+    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
+        raise RelationError(f"attribute channels={attrs['channels']} but weight {verb} {o} output channels")
+    if attrs["kernel_size"] is not None:
+        ks = pair(attrs["kernel_size"], "kernel_size")
+        if known(kh) and known(kw) and ks != (kh, kw):
+            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+
+
 @relation("Conv2D")
 def conv2d_rel(args, attrs):
     """Output H and W from padding, stride, dilation and kernel; channels checked against groups.
@@ -71,12 +83,7 @@ def conv2d_rel(args, attrs):
         raise RelationError(f"data has {c} input channels but weight expects {i} x groups {groups} = {i * groups}")
     if known(o) and o % groups:
         raise RelationError(f"{o} output channels are not divisible by groups {groups}")
-    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
-        raise RelationError(f"attribute channels={attrs['channels']} but weight has {o} output channels")
-    if attrs["kernel_size"] is not None:
-        ks = pair(attrs["kernel_size"], "kernel_size")
-        if known(kh) and known(kw) and ks != (kh, kw):
-            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+    _check_weight_attrs(attrs, o, kh, kw, "has")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     pt, pl, pb, pr = padding4(attrs["padding"])
@@ -163,12 +170,7 @@ def conv2d_transpose_rel(args, attrs):
     if known(c) and c % groups:
         raise RelationError(f"{c} input channels are not divisible by groups {groups}")
     o = og * groups if known(og) else ANY
-    if attrs["channels"] is not None and known(o) and attrs["channels"] != o:
-        raise RelationError(f"attribute channels={attrs['channels']} but weight gives {o} output channels")
-    if attrs["kernel_size"] is not None:
-        ks = pair(attrs["kernel_size"], "kernel_size")
-        if known(kh) and known(kw) and ks != (kh, kw):
-            raise RelationError(f"attribute kernel_size={list(ks)} but weight kernel is ({kh}, {kw})")
+    _check_weight_attrs(attrs, o, kh, kw, "gives")
     sh, sw = pair(attrs["strides"], "strides")
     dh, dw = pair(attrs["dilation"], "dilation")
     ph, pw = pair(attrs["output_padding"], "output_padding")

@@ -117,7 +117,17 @@ def calibrate(fn, samples):
             peak[id(node)] = max(peak.get(id(node), 0.0), m)
     count = next(iter(samples.values())).shape[0]
     for i in range(count):
-        _evaluate(fn, {k: v[i] for k, v in samples.items()}, record)
+        with np.errstate(over="ignore", invalid="ignore"):
+            _evaluate(fn, {k: v[i] for k, v in samples.items()}, record)
+    nodes = {id(n): n for n in post_order(fn)}
+    for k, v in peak.items():
+        if not np.isfinite(v):      # its exponent would be unbounded: no int8 scale exists
+            node = nodes.get(k)
+            what = getattr(node, "name_hint", None) or getattr(getattr(node, "op", None), "name",
+                                                               type(node).__name__)
+            raise QuantizeError(f"on the calibration data the float model's {what} reaches "
+                                f"{v} in float32; no power-of-two scale represents it (scale "
+                                f"the calibration data, or check the model's weights)")
     return {k: exponent_for(v) for k, v in peak.items()}
 
 
@@ -211,6 +221,9 @@ def check_calibration(fn, samples):
         count = a.shape[0]
         if count == 0:
             raise QuantizeError("calibration data has no samples")
+        if not np.all(np.isfinite(a)):
+            raise QuantizeError(f"calibration input {p.name_hint!r} holds NaN or infinite "
+                                f"values; calibration samples must be finite")
         out[p.name_hint] = a.astype(p.type_annotation.dtype if p.type_annotation is not None else np.float32)
     return out
 

@@ -82,7 +82,13 @@ def dequantize(q, e):
 
 
 def shift_round(y, s, channels_shape=()):
-    """int32 ``y * 2**-s`` rounded half up; ``s`` a scalar or per-channel vector (>= 0)."""
+    """int32 ``y * 2**-s`` rounded half up; ``s`` a scalar or per-channel vector (>= 0).
+    A shift that int32 cannot express (calibrated ranges 2^31 apart) is a ``ValueError``."""
+    if np.any(np.asarray(s) > 31) or np.any(np.asarray(s) < -30):
+        raise ValueError(f"a requantisation shift of {int(np.max(np.abs(s)))} bits does not "
+                         f"fit int32 arithmetic: the calibrated ranges of two adjacent tensors are too far "
+                         f"apart (calibration data of a sensible magnitude, e.g. the model's "
+                         f"real inputs, avoids this)")
     if np.ndim(s) == 0:
         s = int(s)
         if s == 0:

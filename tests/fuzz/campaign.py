@@ -1,6 +1,6 @@
 """A long fuzz campaign over the fuzz table that records every failure instead of stopping.
 
-    .venv/bin/python -m tests.fuzz.campaign [--scale 10] [--only asm,config] [--show 3]
+    .venv/bin/python -m tests.fuzz.campaign [--scale 10] [--only asm,config] [--show 3] [--save DIR]
 
 Prints, per command, the inputs tried and the failures by category (traceback, internal
 error, unexpected exit status, error not on one line, partial or changed output, hang), with
@@ -11,6 +11,7 @@ first failure; this is for finding them all, e.g. on an older checkout (PYTHONPA
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import traceback
@@ -39,27 +40,18 @@ def _category(message: str) -> str:
     return "other"
 
 
-def _run_one(command, scale, show, tried, found, examples) -> None:
+def _run_one(command, scale, show, tried, found, examples, save=None) -> None:
     @settings(max_examples=max(1, int(command.examples * scale)), derandomize=True,
               deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(files=command.files(), extra=command.extra(), out_kind=st.sampled_from(
-        ["new", "new", "new", "existing", "dir", "missing-dir"]))
+    @given(files=command.files(), extra=command.extra(),
+           out_kind=st.sampled_from(harness.OUT_KINDS))
     def one(files, extra, out_kind):
         tried[command.name] += 1
         with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:
-            tmp = Path(tmp)
-            paths = {}
-            for name, data in files.items():
-                (tmp / name).write_bytes(data)
-                paths[name] = tmp / name
-            out = {"new": tmp / command.out_name, "existing": tmp / "old.npz", "dir": tmp,
-                   "missing-dir": tmp / "no" / command.out_name}[out_kind]
-            if out_kind == "existing":
-                out.write_bytes(b"previous content")
-            argv = command.argv(tmp, paths, out) + list(extra)
+            argv, outputs, out, env = harness.prepare(command, Path(tmp), files, extra,
+                                                      out_kind)
             try:
-                result = harness.run_vta(argv, outputs=[out] if out_kind in (
-                    "new", "missing-dir") else [])
+                result = harness.run_vta(argv, outputs=outputs, env=env)
             except harness.Hang as exc:
                 category, message = "hang", str(exc)
             except SystemExit as exc:     # an older checkout: argparse exits
@@ -74,16 +66,16 @@ def _run_one(command, scale, show, tried, found, examples) -> None:
             if category is None:
                 try:
                     harness.check(result, command.allowed, name=command.name)
-                    if str(out) in map(str, argv) and out_kind in ("dir", "missing-dir"):
-                        assert result.code != 0, "wrote to an impossible path"
-                    if out_kind == "existing" and result.code != 0:
-                        assert out.read_bytes() == b"previous content", \
-                            "changed the existing output"
+                    harness.check_out_kind(result, out, out_kind)
                     return
                 except AssertionError as exc:
                     message = str(exc)
                     category = _category(message)
             found[command.name][category] += 1
+            if save:    # the failing example's files and command line, to replay it
+                where = Path(save) / f"{command.name.replace(' ', '-')}-{tried[command.name]}"
+                shutil.copytree(tmp, where, dirs_exist_ok=True)
+                (where / "argv.txt").write_text("\n".join(map(str, argv)) + "\n")
             if len(examples[command.name, category]) < show:
                 shown = {name: data[:160] for name, data in files.items()}
                 examples[command.name, category].append(
@@ -93,14 +85,14 @@ def _run_one(command, scale, show, tried, found, examples) -> None:
     one()
 
 
-def campaign(scale: float, only: "set[str] | None", show: int) -> int:
+def campaign(scale: float, only: "set[str] | None", show: int, save: str | None = None) -> int:
     found: dict[str, Counter] = defaultdict(Counter)
     tried: Counter = Counter()
     examples: dict[tuple, list] = defaultdict(list)
     for command in TABLE:
         if only and command.name not in only:
             continue
-        _run_one(command, scale, show, tried, found, examples)
+        _run_one(command, scale, show, tried, found, examples, save)
         cats = ", ".join(f"{k}: {v}" for k, v in found[command.name].most_common()) or "none"
         print(f"... {command.name}: {tried[command.name]} inputs, failures: {cats}", flush=True)
     total = sum(tried.values())
@@ -122,9 +114,11 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="examples x this (default 1)")
     ap.add_argument("--only", default="", help="comma-separated command names of the table")
     ap.add_argument("--show", type=int, default=2, help="examples shown per category")
+    ap.add_argument("--save", metavar="DIR", help="copy each failing example's files (and its "
+                                                   "command line, argv.txt) into DIR")
     args = ap.parse_args(argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()} or None
-    return campaign(args.scale, only, args.show)
+    return campaign(args.scale, only, args.show, args.save)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,23 @@ def _alarm(signum, frame):
     raise Hang(f"no answer within {HANG_SECONDS} s")
 
 
-def run_vta(argv: list, *, outputs=()) -> Outcome:
-    """``vta.cli.main(argv)`` in-process with a hang alarm; ``outputs``: files it may write."""
+@contextlib.contextmanager
+def _environment(env: dict):
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_vta(argv: list, *, outputs=(), env=None) -> Outcome:
+    """``vta.cli.main(argv)`` in-process with a hang alarm; ``outputs``: files it may write;
+    ``env``: environment variables set for the call."""
     from vta.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -65,7 +80,8 @@ def run_vta(argv: list, *, outputs=()) -> Outcome:
     signal.alarm(HANG_SECONDS)
     start = time.monotonic()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _environment(env or {}):
             code = main([str(a) for a in argv])
     finally:
         signal.alarm(0)
@@ -94,6 +110,36 @@ def check(result: Outcome, allowed: "set[int]", *, name: str) -> None:
         leftovers = list(path.parent.glob(f".{path.name}.*.part")) if path.parent.is_dir() \
             else []
         assert not leftovers, f"{where}: left temporary files {leftovers}"
+
+
+#: Where the ``--out``-like argument points, by kind (drawn per example).
+OUT_KINDS = ["new", "new", "new", "existing", "dir", "missing-dir"]
+
+
+def prepare(command, tmp: Path, files: dict, extra: list, out_kind: str):
+    """Write the fuzzed files into ``tmp`` and build the command line; returns
+    ``(argv, outputs checked for partial files, out, env)``."""
+    paths = {}
+    for name, data in files.items():
+        (tmp / name).write_bytes(data)
+        paths[name] = tmp / name
+    out = {"new": tmp / command.out_name, "existing": tmp / "old.npz", "dir": tmp,
+           "missing-dir": tmp / "no" / command.out_name}[out_kind]
+    if out_kind == "existing":
+        out.write_bytes(b"previous content")
+    argv = command.argv(tmp, paths, out) + list(extra)
+    outputs = ([out] if out_kind in ("new", "missing-dir") else []) + \
+        [tmp / name for name in command.more_outputs]
+    return argv, outputs, out, command.env(tmp)
+
+
+def check_out_kind(result: Outcome, out: Path, out_kind: str) -> None:
+    """An impossible output path fails; a failure leaves an existing output unchanged."""
+    if str(out) in map(str, result.argv) and out_kind in ("dir", "missing-dir"):
+        assert result.code != 0, f"{result.argv}: wrote to an impossible path"
+    if out_kind == "existing" and result.code != 0:
+        assert out.read_bytes() == b"previous content", \
+            f"{result.argv}: failed and changed the existing output"
 
 
 def write_stats() -> None:

@@ -3,13 +3,12 @@ exit statuses it may answer with, and how many examples the default run tries.
 
 To fuzz a new command, add a :class:`FuzzCommand` row: a strategy drawing the input files
 (``{"name": bytes}``) and extra arguments, and ``argv(tmp, files, out)`` building the command
-line. The harness checks the rest (tests/fuzz/harness.py). The commands to come fit like this:
+line. The harness checks the rest (tests/fuzz/harness.py): the output given by ``out`` and any
+``more_outputs`` are left whole or not at all; ``env`` sets variables for the call (a cache
+location). The model commands draw real models mutated in their bytes and structure
+(tests/fuzz/models.py). Commands still to add fit the same way:
 
-* ``compile`` / ``import``: ``inputs.text_file(inputs.relay_seeds())`` or
-  ``mutate_bytes`` of a small ONNX model's bytes, ``-o out.vtab``; allowed ``ANY``;
-* ``run`` on ``.vtab``: ``mutate_bytes`` of a compiled binary (and its structure, like
-  ``image_file`` does for images), with ``--timeout``; allowed ``ANY | {EXIT_TIMEOUT}``;
-* ``tune`` / ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
+* ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
   ``text_file``, with the option values that make them fail before the expensive work.
 
 Such commands read with :mod:`isa.safeio` (bounded, UTF-8, pickle-free, atomic outputs) and
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 
 from isa.errors import EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_USAGE
 
-from . import inputs
+from . import inputs, models
 
 ANY = {EXIT_OK, EXIT_REJECTED, EXIT_USAGE}
 INPUT = {EXIT_OK, EXIT_USAGE}          # commands that only read files: no program is run
@@ -41,6 +40,8 @@ class FuzzCommand:
     examples: int = 40
     extra: Callable[[], st.SearchStrategy] = lambda: st.just([])   # more arguments
     out_name: str = "out.npz"                                      # the output file's name
+    more_outputs: tuple = ()          # other files (in tmp) it writes: none may be left on failure
+    env: Callable[[Path], dict] = lambda tmp: {}                   # environment for the call
 
 
 def _one(name: str, strategy) -> Callable[[], st.SearchStrategy]:
@@ -130,7 +131,46 @@ TABLE = [
                 lambda tmp, f, out: ["run", f["m.vtab"], "--input",
                                      f"{inputs.compiled_seed()['input_name']}={f['x.npy']}",
                                      "--out", out],
-                allowed=ANY, examples=40),
+                allowed=ANY | {EXIT_TIMEOUT}, examples=40,
+                extra=lambda: st.lists(TIMEOUTS.map(lambda t: ["--timeout", t]) | st.just(
+                    ["--backend", "cycle"]), max_size=2).map(lambda xs: [a for x in xs for a in x])),
+    # The model commands: real models mutated (tests/fuzz/models.py) and calibration data.
+    FuzzCommand("import onnx", _one("m.onnx", models.onnx_file()),
+                lambda tmp, f, out: ["import", f["m.onnx"], "-o", out, "--params-out",
+                                     tmp / "params.npz"],
+                examples=40, out_name="out.rly", more_outputs=("params.npz",),
+                extra=lambda: models.SHAPE_OPTIONS),
+    FuzzCommand("import pt2", _one("m.pt2", models.pt2_file()),
+                lambda tmp, f, out: ["import", f["m.pt2"], "-o", out, "--params-out",
+                                     tmp / "params.npz"],
+                examples=8, out_name="out.rly", more_outputs=("params.npz",)),
+    FuzzCommand("quantize onnx", lambda: st.fixed_dictionaries({
+                    "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
+                lambda tmp, f, out: ["quantize", f["m.onnx"], "--calibrate", f["cal.npz"],
+                                     "-o", out],
+                examples=25, out_name="out.rly", extra=lambda: models.QUANTIZE_OPTIONS),
+    FuzzCommand("quantize pt2", lambda: st.fixed_dictionaries({
+                    "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
+                lambda tmp, f, out: ["quantize", f["m.pt2"], "--calibrate", f["cal.npz"],
+                                     "-o", out],
+                examples=6, out_name="out.rly"),
+    FuzzCommand("compile onnx", lambda: st.fixed_dictionaries({
+                    "m.onnx": models.onnx_file(), "cal.npz": models.calibration_file()}),
+                lambda tmp, f, out: ["compile", f["m.onnx"], "--calibrate", f["cal.npz"],
+                                     "-o", out, "--config", "small"],
+                examples=12, out_name="out.vtab", extra=lambda: models.QUANTIZE_OPTIONS),
+    FuzzCommand("compile pt2", lambda: st.fixed_dictionaries({
+                    "m.pt2": models.pt2_file(), "cal.npz": models.calibration_file("x")}),
+                lambda tmp, f, out: ["compile", f["m.pt2"], "--calibrate", f["cal.npz"],
+                                     "-o", out, "--config", "small"],
+                examples=5, out_name="out.vtab"),
+    FuzzCommand("tune", lambda: st.fixed_dictionaries({
+                    "m.rly": inputs.text_file((inputs.compiled_seed()["text"],)),
+                    "p.npz": inputs.params_file(), "tune.json": models.tuning_cache()}),
+                lambda tmp, f, out: ["tune", f["m.rly"], "--params", f["p.npz"], "--config",
+                                     "small", "--top", "1"],
+                examples=12, extra=lambda: models.TUNE_OPTIONS,
+                env=lambda tmp: {"VTA_TUNE_CACHE": tmp / "tune.json"}),
     FuzzCommand("trace-plot", _one("t.json", inputs.trace_file()),
                 lambda tmp, f, out: ["trace-plot", f["t.json"], "-o", out],
                 allowed=INPUT, examples=14, out_name="out.png"),

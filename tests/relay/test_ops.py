@@ -326,6 +326,16 @@ def test_reshape_special_values(shape, newshape, out):
     check("reshape", [x], x.reshape(out), newshape=newshape)
 
 
+def test_conv2d_transpose_relation_checks_its_attributes_like_conv2d():
+    x, w = rand((1, 4, 5, 5)), rand((4, 3, 3, 3))       # IOHW: 3 output channels per group
+    with pytest.raises(RelayTypeError, match=r"relation Conv2DTranspose failed: attribute "
+                                             r"kernel_size=\[2, 2\] but weight kernel is \(3, 3\)"):
+        run_op("nn.conv2d_transpose", [x, w], kernel_size=[2, 2])
+    with pytest.raises(RelayTypeError, match="attribute channels=3 but weight gives 6 output "
+                                             "channels"):
+        run_op("nn.conv2d_transpose", [x, w], channels=3, groups=2)
+
+
 def test_conv2d_relation_errors():
     x, w = rand((1, 3, 8, 8)), rand((4, 3, 3, 3))
     with pytest.raises(RelayTypeError, match=r"relation Conv2D failed: attribute kernel_size=\[5, 5\] but weight kernel is \(3, 3\)"):
