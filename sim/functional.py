@@ -434,25 +434,25 @@ class FunctionalSimulator:
         self.counters["gemm_reset_counter" if insn.reset else "gemm_counter"] += total
 
     def _gemm_columns(self, d, s, w) -> None:
-        """Micro-op executions laid out by :func:`_weight_columns`: per column, the input rows
-        ``s`` times one weight block ``w``, in float64 (int8 products summed exactly far beyond
-        any accumulator's range); columns writing the same rows are summed before the int32
-        accumulators take them (addition mod 2^32 does not depend on the order)."""
-        x = self.inp[s.T].astype(np.float64)                     # (C, L, batch, block_in)
-        c, rows, b, k = x.shape
-        wt = self.wgt[w].astype(np.float64).transpose(0, 2, 1)  # (C, block_in, block_out)
-        prod = np.matmul(x.reshape(c, rows * b, k), wt)          # (C, L·batch, block_out)
-        # A column's destinations are its first one plus offsets common to all columns:
-        # columns with the same first destination write the same rows.
+        """Micro-op executions laid out by :func:`_weight_columns`. A column's destinations
+        are its first one plus offsets common to all columns, so the columns with the same
+        first destination write the same rows: their input rows side by side times their
+        weight blocks stacked is one matrix product, in float64 (int8 products summed exactly
+        far beyond any accumulator's range), added to the int32 accumulators mod 2^32."""
         first = d[0]
         order = np.argsort(first, kind="stable")
-        step = np.empty(c, bool)
-        step[0] = True
-        np.not_equal(first[order][1:], first[order][:-1], out=step[1:])
-        starts = np.flatnonzero(step)
-        summed = np.add.reduceat(prod[order], starts, axis=0) if starts.size < c else prod[order]
-        rows_of = d[:, order[starts]].T.reshape(-1)
-        vals = summed.reshape(rows_of.size, b, -1).astype(np.int64)
+        f = first[order]
+        cuts = np.flatnonzero(f[1:] != f[:-1]) + 1
+        rows, cols = [], []
+        b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
+        for g in np.split(order, cuts):
+            x = self.inp[s[:, g]]                                # (L, G, batch, block_in)
+            x = x.transpose(0, 2, 1, 3).reshape(-1, g.size * k).astype(np.float64)
+            wg = self.wgt[w[g]].transpose(0, 2, 1).reshape(g.size * k, o).astype(np.float64)
+            cols.append(x @ wg)                                  # (L·batch, block_out)
+            rows.append(d[:, g[0]])
+        rows_of = np.concatenate(rows)
+        vals = np.concatenate(cols).reshape(rows_of.size, b, o).astype(np.int64)
         seen = np.zeros(self.acc.shape[0], bool)
         seen[rows_of] = True
         if np.count_nonzero(seen) == rows_of.size:
