@@ -97,3 +97,25 @@ def test_small_densenet_runs_entirely_on_vta():
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     assert float(np.dot(outputs[0].ravel(), want.ravel()) / np.linalg.norm(outputs[0]) / np.linalg.norm(want)) > 0.99
+
+
+def test_per_channel_shift_tail_on_vta():
+    """A convolution requantised by a per-channel rounding shift (``right_shift`` by a constant
+    vector) is one VTA operator; its result is numpy's."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (1, 32, 6, 6)).astype(np.int8)
+    w = rng.integers(-128, 128, (32, 32, 1, 1)).astype(np.int8)
+    s = rng.integers(0, 12, 32).astype(np.int32)
+    half = np.where(s > 0, 1 << np.maximum(s - 1, 0), 0).astype(np.int32)
+    data = relay.Var("x", relay.TensorType(x.shape, "int8"))
+    y = op_call("nn.conv2d", data, Constant(w), out_dtype="int32")
+    y = op_call("right_shift", op_call("add", y, Constant(half.reshape(-1, 1, 1))), Constant(s.reshape(-1, 1, 1)))
+    y = op_call("cast", op_call("clip", y, a_min=-128.0, a_max=127.0), dtype="int8")
+    mod = relay.IRModule({"main": relay.Function([data], y)})
+    compiled = compile_module(mod, None, "default")
+    (seg,) = [g for g in compiled.segments if g.target == "vta"]
+    assert "SHR const" in seg.op.describe()
+    acc = np.einsum("oi,nihw->nohw", w[:, :, 0, 0].astype(np.int64), x.astype(np.int64))
+    want = np.clip((acc + half.reshape(1, -1, 1, 1)) >> s.reshape(1, -1, 1, 1), -128, 127).astype(np.int8)
+    outputs, _, _ = execute(compiled, {"x": x}, "functional")
+    np.testing.assert_array_equal(outputs[0], want)
