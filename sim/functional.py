@@ -443,8 +443,19 @@ class FunctionalSimulator:
         order = np.argsort(first, kind="stable")
         f = first[order]
         cuts = np.flatnonzero(f[1:] != f[:-1]) + 1
-        rows, cols = [], []
         b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
+        n = cuts.size + 1
+        if order.size % n == 0 and np.all(np.diff(cuts, prepend=0, append=order.size) == order.size // n):
+            # Groups of one size (the usual case): one batched product for all of them.
+            g = order.reshape(n, -1)
+            x = self.inp[s[:, g]]                                # (L, n, G, batch, block_in)
+            x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, g.shape[1] * k).astype(np.float64)
+            wg = self.wgt[w[g]].transpose(0, 1, 3, 2).reshape(n, g.shape[1] * k, o).astype(np.float64)
+            rows_of = d[:, g[:, 0]].T.reshape(-1)
+            vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
+            self._accumulate(rows_of, vals)
+            return
+        rows, cols = [], []
         for g in np.split(order, cuts):
             x = self.inp[s[:, g]]                                # (L, G, batch, block_in)
             x = x.transpose(0, 2, 1, 3).reshape(-1, g.size * k).astype(np.float64)
@@ -452,7 +463,10 @@ class FunctionalSimulator:
             cols.append(x @ wg)                                  # (L·batch, block_out)
             rows.append(d[:, g[0]])
         rows_of = np.concatenate(rows)
-        vals = np.concatenate(cols).reshape(rows_of.size, b, o).astype(np.int64)
+        self._accumulate(rows_of, np.concatenate(cols).reshape(rows_of.size, b, o).astype(np.int64))
+
+    def _accumulate(self, rows_of, vals) -> None:
+        """``acc[rows_of] += vals`` (int64 sums) with int32 wrap-around; rows may repeat."""
         seen = np.zeros(self.acc.shape[0], bool)
         seen[rows_of] = True
         if np.count_nonzero(seen) == rows_of.size:
