@@ -164,9 +164,10 @@ def tail_ranges(steps: tuple, consts: tuple, lo: np.ndarray, hi: np.ndarray) -> 
             lo = np.minimum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
             hi = np.maximum.reduce([np.broadcast_to(c, np.shape(lo)) for c in cands])
         elif t.alu == "SHR":
-            if t.imm is None or t.imm < 0:
+            if t.residual or np.min(b_lo) < 0:
                 return False
-            lo, hi = lo // (1 << t.imm), hi // (1 << t.imm)
+            scale = np.left_shift(1, np.asarray(b_lo, np.int64)).astype(object)
+            lo, hi = lo // scale, hi // scale
         elif t.alu == "MAX":
             lo, hi = np.maximum(lo, b_lo), np.maximum(hi, b_hi)
         elif t.alu == "MIN":

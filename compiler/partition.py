@@ -205,10 +205,13 @@ class _Tail:
             return None
         if name in ("right_shift", "left_shift") and args[0] is cur:
             c = _const_int(o)
-            if c is None or c.ndim != 0 or not 0 <= int(c) <= 31:
+            if c is None or c.size == 0 or not (0 <= c.min() and c.max() <= 31):
                 return None
-            self.steps.append(TailOp("SHR", imm=int(c) if name == "right_shift" else -int(c)))
-            return "more"
+            if c.ndim == 0:
+                self.steps.append(TailOp("SHR", imm=int(c) if name == "right_shift" else -int(c)))
+                return "more"
+            # A per-channel shift (per-channel requantisation): SHR by a constant vector.
+            return "more" if name == "right_shift" and self.operand("SHR", c) else None
         return None
 
 

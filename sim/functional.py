@@ -302,6 +302,12 @@ class FunctionalSimulator:
                                       field="dram_base", value=insn.dram_base)
         return idx
 
+    def _check_dram_range(self, insn, elem_bytes: int) -> None:
+        """The range check of :meth:`_dram_elements`, from the last element alone."""
+        last = insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size - 1
+        if insn.y_size and insn.x_size and (last + 1) * elem_bytes > self.dram.size:
+            self._dram_elements(insn, elem_bytes)      # raises, with the same message
+
     def _load(self, insn: Load) -> None:
         if insn.x_size == 0:
             self.counters["nop_insns"] += 1
@@ -318,13 +324,16 @@ class FunctionalSimulator:
                                   f"{buf.shape[0]}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
         eb = elem_bytes(self.cfg, mt)
-        idx = self._dram_elements(insn, eb)
-        byte_idx = idx[..., None] * eb + np.arange(eb)
-        raw = self.dram[byte_idx]                                   # (y, x, eb) uint8
+        self._check_dram_range(insn, eb)
+        # Rows of x_size elements every x_stride elements: a strided view of DRAM, no copy.
+        raw = np.lib.stride_tricks.as_strided(
+            self.dram[insn.dram_base * eb:], shape=(insn.y_size, insn.x_size * eb),
+            strides=(insn.x_stride * eb, 1), writeable=False)          # (y, x·eb) uint8
+        shape = (insn.y_size, insn.x_size) + buf.shape[1:]
         if mt == MemType.ACC_8BIT:
-            data = raw.view(np.int8).astype(np.int32).reshape(idx.shape + buf.shape[1:])
+            data = raw.view(np.int8).astype(np.int32).reshape(shape)
         else:
-            data = raw.reshape(-1).view(buf.dtype).reshape(idx.shape + buf.shape[1:])
+            data = np.ascontiguousarray(raw).view(buf.dtype).reshape(shape)
         tile = np.zeros((rows, row_len) + buf.shape[1:], buf.dtype)
         tile[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
              insn.x_pad_0:insn.x_pad_0 + insn.x_size] = data
@@ -416,9 +425,54 @@ class FunctionalSimulator:
         bases = self._check_ranges(insn)
         total = 0
         for dst, src, wgt in self._uop_chunks(insn, bases):
-            self._gemm_chunk(insn, dst, src, wgt)
+            columns = None if insn.reset else _weight_columns(insn, dst, src, wgt)
+            if columns is not None:
+                self._gemm_columns(*columns)
+            else:
+                self._gemm_chunk(insn, dst, src, wgt)
             total += dst.size
         self.counters["gemm_reset_counter" if insn.reset else "gemm_counter"] += total
+
+    def _gemm_columns(self, d, s, w) -> None:
+        """Micro-op executions laid out by :func:`_weight_columns`. A column's destinations
+        are its first one plus offsets common to all columns, so the columns with the same
+        first destination write the same rows: their input rows side by side times their
+        weight blocks stacked is one matrix product, in float64 (int8 products summed exactly
+        far beyond any accumulator's range), added to the int32 accumulators mod 2^32."""
+        first = d[0]
+        order = np.argsort(first, kind="stable")
+        f = first[order]
+        cuts = np.flatnonzero(f[1:] != f[:-1]) + 1
+        b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
+        n = cuts.size + 1
+        if order.size % n == 0 and np.all(np.diff(cuts, prepend=0, append=order.size) == order.size // n):
+            # Groups of one size (the usual case): one batched product for all of them.
+            g = order.reshape(n, -1)
+            x = self.inp[s[:, g]]                                # (L, n, G, batch, block_in)
+            x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, g.shape[1] * k).astype(np.float64)
+            wg = self.wgt[w[g]].transpose(0, 1, 3, 2).reshape(n, g.shape[1] * k, o).astype(np.float64)
+            rows_of = d[:, g[:, 0]].T.reshape(-1)
+            vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
+            self._accumulate(rows_of, vals)
+            return
+        rows, cols = [], []
+        for g in np.split(order, cuts):
+            x = self.inp[s[:, g]]                                # (L, G, batch, block_in)
+            x = x.transpose(0, 2, 1, 3).reshape(-1, g.size * k).astype(np.float64)
+            wg = self.wgt[w[g]].transpose(0, 2, 1).reshape(g.size * k, o).astype(np.float64)
+            cols.append(x @ wg)                                  # (L·batch, block_out)
+            rows.append(d[:, g[0]])
+        rows_of = np.concatenate(rows)
+        self._accumulate(rows_of, np.concatenate(cols).reshape(rows_of.size, b, o).astype(np.int64))
+
+    def _accumulate(self, rows_of, vals) -> None:
+        """``acc[rows_of] += vals`` (int64 sums) with int32 wrap-around; rows may repeat."""
+        seen = np.zeros(self.acc.shape[0], bool)
+        seen[rows_of] = True
+        if np.count_nonzero(seen) == rows_of.size:
+            self.acc[rows_of] = (self.acc[rows_of] + vals).astype(np.int32)   # wraps mod 2^32
+        else:
+            np.add.at(self.acc, rows_of, vals.astype(np.int32))
 
     def _gemm_chunk(self, insn: Gemm, dst, src, wgt) -> None:
         """Micro-op executions of one GEMM, in order, whose indices are in range."""
@@ -455,6 +509,28 @@ class FunctionalSimulator:
             a = self.acc[d].astype(np.int64)
             b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
             self.acc[d] = alu_op(insn.alu_opcode, a, b)
+
+
+def _weight_columns(insn, dst, src, wgt):
+    """A chunk of GEMM executions (whole rounds of the micro-ops, in loop order) as
+    ``(dst, src)`` of shape (L, C) and the weight row of each of the C columns, where the weight
+    row is fixed down a column and the destinations of every column move by the same offsets;
+    None if the loops move the weights both ways (or the chunk splits an outer iteration)."""
+    nu, n_in = insn.uop_end - insn.uop_bgn, insn.iter_in
+    fo, fi = insn.wgt_factor_out, insn.wgt_factor_in
+    if fo == 0 and fi == 0:         # a convolution's taps: a column per micro-op
+        d, s = dst.reshape(-1, nu), src.reshape(-1, nu)
+        return d, s, wgt[:nu]
+    if dst.size % (n_in * nu):
+        return None
+    shape = (dst.size // (n_in * nu), n_in, nu)
+    if fo == 0:                     # a column per (inner iteration, micro-op)
+        d, s, w = (a.reshape(shape[0], n_in * nu) for a in (dst, src, wgt))
+    elif fi == 0:                   # a column per (outer iteration, micro-op)
+        d, s, w = (a.reshape(shape).transpose(1, 0, 2).reshape(n_in, -1) for a in (dst, src, wgt))
+    else:
+        return None
+    return d, s, w[0]
 
 
 def _loop_factors(insn) -> tuple[tuple[int, int], ...]:
@@ -572,12 +648,15 @@ def _hazard_free_segments(dst: np.ndarray, src: np.ndarray | None):
     evaluation reads the old value, as sequential execution does.
     """
     n = dst.size
-    order = np.arange(n)
-    first_write = np.full(int(dst.max()) + 1 if n else 1, n, np.int64)
-    np.minimum.at(first_write, dst, order)
-    clean = np.unique(dst).size == n
+    size = int(dst.max()) + 1 if n else 1
+    seen = np.zeros(size, bool)
+    seen[dst] = True
+    clean = np.count_nonzero(seen) == n          # no destination repeats
     if clean and src is not None:
-        in_range = src < first_write.size
+        order = np.arange(n)
+        first_write = np.full(size, n, np.int64)
+        first_write[dst] = order                  # each written once: its only write
+        in_range = src < size
         clean = not np.any(first_write[src[in_range]] < order[in_range])
     if clean:
         yield 0, n

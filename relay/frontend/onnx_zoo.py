@@ -28,8 +28,12 @@ def randomized(name, seed=0):
     """The shipped model with every ConstantOfShape weight turned into a random initializer:
     He-scaled conv/dense weights, small biases, batch-norm statistics away from the identity."""
     import onnx
+    return randomize(onnx.load(light_path(name)), seed)
+
+
+def randomize(model, seed=0):
+    """:func:`randomized` on a loaded model (or a :func:`subgraph` of one), in place."""
     from onnx import numpy_helper
-    model = onnx.load(light_path(name))
     rng = np.random.default_rng(seed)
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     keep, new_inits = [], []
@@ -80,3 +84,46 @@ def with_logits(model):
     if last:
         model.graph.output.append(onnx.helper.make_tensor_value_info(last[-1].input[0], onnx.TensorProto.FLOAT, None))
     return model
+
+
+def subgraph(model, inputs, output):
+    """The part of ``model`` that computes tensor ``output`` from the tensors ``inputs`` (name ->
+    shape, float32; they become the graph's inputs, so a convolutional part can take a smaller
+    image than the whole model): a slice of a large model small enough for a quick test."""
+    from onnx import TensorProto, helper
+    graph = model.graph
+    producer = {o: n for n in graph.node for o in n.output}
+    inits = {i.name for i in graph.initializer}
+    keep, need, seen = [], [output], set()
+    while need:
+        t = need.pop()
+        if t in seen or t in inputs or t in inits or t not in producer:
+            continue
+        seen.add(t)
+        node = producer[t]
+        if node not in keep:
+            keep.append(node)
+            need.extend(i for i in node.input if i)
+    order = {id(n): k for k, n in enumerate(graph.node)}
+    keep.sort(key=lambda n: order[id(n)])
+    used = {i for n in keep for i in n.input}
+    missing = [t for t in used if t not in inputs and t not in inits and t not in producer]
+    if missing:
+        raise ValueError(f"the slice reads {missing}, which are neither inputs nor computed")
+    g = helper.make_graph(keep, f"{graph.name}_slice",
+                          [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in inputs.items()],
+                          [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+                          [i for i in graph.initializer if i.name in used])
+    return helper.make_model(g, opset_imports=model.opset_import, ir_version=model.ir_version)
+
+
+def data_input(model):
+    """The name of the image input: the first Conv's data."""
+    return next(n.input[0] for n in model.graph.node if n.op_type == "Conv")
+
+
+def features(model, side):
+    """The convolutional part of a classifier (up to its Flatten/Reshape) on a ``side`` x
+    ``side`` image."""
+    flat = next(n for n in model.graph.node if n.op_type in ("Reshape", "Flatten"))
+    return subgraph(model, {data_input(model): (1, 3, side, side)}, flat.input[0])

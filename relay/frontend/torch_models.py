@@ -1,5 +1,5 @@
 """Reference architectures written in torch (torchvision does not install beside the CPU torch
-used here): ResNet-18/50 and MobileNet v2 as torchvision defines them, the DCGAN generator of
+used here): ResNet-18/50, MobileNet v2 and DenseNet as torchvision defines them, the DCGAN generator of
 the PyTorch examples, and a small CNN for 8x8 digits.  Weights are seeded; batch-norm running
 statistics are made non-trivial so that folding them is exercised.  Needs ``torch``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["resnet18", "resnet50", "mobilenet_v2", "dcgan_generator", "DigitsCNN", "randomize_batch_norm"]
+__all__ = ["resnet18", "resnet50", "mobilenet_v2", "densenet", "dcgan_generator", "DigitsCNN", "randomize_batch_norm"]
 
 
 class BasicBlock(nn.Module):
@@ -149,6 +149,60 @@ class DCGANGenerator(nn.Module):
         return self.main(x)
 
 
+class _DenseLayer(nn.Module):
+    """Batch norm, ReLU, 1x1 conv, batch norm, ReLU, 3x3 conv on the concatenation of all
+    earlier feature maps: the first batch norm cannot fold into a convolution before it."""
+
+    def __init__(self, inp, growth, bn_size):
+        super().__init__()
+        self.norm1 = nn.BatchNorm2d(inp)
+        self.conv1 = nn.Conv2d(inp, bn_size * growth, 1, bias=False)
+        self.norm2 = nn.BatchNorm2d(bn_size * growth)
+        self.conv2 = nn.Conv2d(bn_size * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, features):
+        x = torch.cat(features, 1)
+        x = self.conv1(torch.relu(self.norm1(x)))
+        return self.conv2(torch.relu(self.norm2(x)))
+
+
+class _DenseBlock(nn.Module):
+    def __init__(self, layers, inp, growth, bn_size):
+        super().__init__()
+        self.layers = nn.ModuleList(_DenseLayer(inp + i * growth, growth, bn_size) for i in range(layers))
+
+    def forward(self, x):
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(features))
+        return torch.cat(features, 1)
+
+
+class DenseNet(nn.Module):
+    """torchvision's DenseNet (BC): a 7x7 stem, dense blocks joined by transitions (batch norm,
+    ReLU, 1x1 conv halving the channels, 2x2 average pool), a final batch norm and classifier."""
+
+    def __init__(self, growth=32, blocks=(6, 12, 24, 16), init_features=64, bn_size=4, num_classes=1000):
+        super().__init__()
+        layers = [nn.Conv2d(3, init_features, 7, 2, 3, bias=False), nn.BatchNorm2d(init_features),
+                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
+        c = init_features
+        for i, n in enumerate(blocks):
+            layers.append(_DenseBlock(n, c, growth, bn_size))
+            c += n * growth
+            if i != len(blocks) - 1:
+                layers += [nn.BatchNorm2d(c), nn.ReLU(inplace=True), nn.Conv2d(c, c // 2, 1, bias=False),
+                           nn.AvgPool2d(2, 2)]
+                c //= 2
+        layers.append(nn.BatchNorm2d(c))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(c, num_classes)
+
+    def forward(self, x):
+        x = torch.relu(self.features(x))
+        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class DigitsCNN(nn.Module):
     """A small CNN for scikit-learn's 8x8 digits: two 3x3 convolutions, a pool, a classifier."""
 
@@ -196,6 +250,11 @@ def resnet50(num_classes=1000, seed=0):
 
 def mobilenet_v2(num_classes=1000, seed=0):
     return _seeded(lambda: MobileNetV2(num_classes), seed)
+
+
+def densenet(num_classes=1000, growth=32, blocks=(6, 12, 24, 16), init_features=64, seed=0):
+    """DenseNet-121 by default; smaller ``growth``/``blocks``/``init_features`` for tests."""
+    return _seeded(lambda: DenseNet(growth, blocks, init_features, num_classes=num_classes), seed)
 
 
 def dcgan_generator(nz=100, ngf=64, nc=3, seed=0):

@@ -10,6 +10,13 @@ Every tensor ``t`` of the float graph has an exponent ``e(t)`` from calibration:
 * ``A`` - an int32 accumulator of a VTA operator still taking its element-wise tail, with a
   scalar exponent, or a per-channel vector of exponents right after a per-channel anchor.
 
+A per-channel affine step on int8 data that no convolution before it can absorb (batch norm
+after a concatenation, as in DenseNet) becomes a depthwise 1x1 convolution by the int8 scales
+(per-channel exponents) with the shift as its bias, so it runs on VTA like any convolution: its
+accumulator takes the ReLU and the requantisation that follow.  A max pool of a float tensor
+(after an LRN, say) pools the quantised tensor instead: rounding and clipping are monotone, so
+``max(q(x)) == q(max(x))`` exactly.
+
 Rounding: requantisation rounds half up (``(y + 2**(s-1)) >> s``, an arithmetic shift); input
 quantisation, weights and biases round half away from zero (Relay ``round``).
 """
@@ -23,13 +30,14 @@ import numpy as np
 from ..analysis import post_order
 from ..ir import Call, Constant, Op, Tuple, TupleGetItem, op_call
 from ..transform._util import use_counts
-from .prepare import ANCHORS, along_axis, out_axis
+from .prepare import ANCHORS, _channel_vector, along_axis, out_axis
 
 __all__ = ["Rep", "realize", "exponent_for", "round_half_away", "INT8_MIN", "INT8_MAX"]
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -2 ** 31, 2 ** 31 - 1
 
+_AFFINE = ("multiply", "divide", "add", "subtract")
 _SHAPE_OPS = ("reshape", "nn.batch_flatten", "transpose", "squeeze", "expand_dims", "strided_slice")
 _POOLS = ("nn.avg_pool2d", "nn.global_avg_pool2d")
 
@@ -161,6 +169,10 @@ class _Realizer:
                 return rep
             y = op_call("cast", rep.expr, dtype="int32")
             return Rep("Q", narrow(shift_round(y, e_out - rep.exp)), e_out)
+        if np.ndim(rep.exp) and np.all(e_out >= np.asarray(rep.exp)):
+            # One rounding shift per channel straight to the output exponent.
+            s = e_out - np.asarray(rep.exp)
+            return Rep("Q", narrow(shift_round(rep.expr, s, rep.channels_shape)), e_out)
         rep = self.uniform(rep)
         return Rep("Q", narrow(shift_round(rep.expr, e_out - rep.exp)), e_out)
 
@@ -179,20 +191,25 @@ class _Realizer:
             return self.anchor(n)
         if name == "nn.bias_add" and reps[0].kind == "A" and isinstance(args[1], Constant):
             return self.bias(n, reps[0], args[1].data)
+        if name in _AFFINE:
+            rep = self.affine(n, reps)
+            if rep is not None:
+                return rep
         if name == "add":
             return self.add(n, reps)
         if name == "nn.relu" and reps[0].kind in ("A", "Q"):
-            r = self.uniform(reps[0])
+            r = reps[0]     # the sign does not depend on the exponent: per-channel ones stay
             return Rep(r.kind, op_call("nn.relu", r.expr), r.exp, r.channels_shape)
         if name == "clip" and reps[0].kind in ("A", "Q"):
             return self.clip(n, self.uniform(reps[0]))
-        if name == "nn.max_pool2d" and reps[0].kind in ("A", "Q"):
-            q = self.q_of(args[0])
+        if name == "nn.max_pool2d":
+            # A float input is quantised first, to the pool's own exponent (exact: see above).
+            q = self.q_of(args[0]) if reps[0].kind != "F" else self.to_q(reps[0], n)
             return Rep("Q", Call(n.op, (q.expr,), n.attrs), q.exp)
         if name in _POOLS and reps[0].kind in ("A", "Q"):
+            # The average of int8 values is an int8 value (truncated toward zero).
             q = self.q_of(args[0])
-            pooled = Call(n.op, (op_call("cast", q.expr, dtype="int32"),), n.attrs)
-            return Rep("Q", op_call("cast", pooled, dtype="int8"), q.exp)
+            return Rep("Q", Call(n.op, (q.expr,), n.attrs), q.exp)
         if name in _SHAPE_OPS and reps[0].kind in ("A", "Q"):
             q = self.q_of(args[0])
             return Rep("Q", Call(n.op, (q.expr,), n.attrs), q.exp)
@@ -236,6 +253,46 @@ class _Realizer:
         channels = wf.shape[axis] if axis is not None else None
         cshape = (channels,) if n.op.name == "nn.dense" else (channels, 1, 1)
         return Rep("A", y, q.exp + ew, cshape)
+
+    def affine(self, n, reps):
+        """``x * c``, ``x / c``, ``x + c``, ``x - c`` for int8 or accumulator ``x`` (NCHW) and a
+        float per-channel or scalar constant ``c``.  A shift of a convolution's accumulator joins
+        its bias; anything else becomes a depthwise 1x1 convolution of the int8 tensor (scale
+        1 for a shift) with the shift as its bias.  None where the rule does not apply."""
+        name = n.op.name
+        x, c = n.args
+        i = 0
+        if isinstance(x, Constant) and name in ("add", "multiply"):
+            x, c, i = c, x, 1
+        rep = reps[i]
+        shape = _shape(x)
+        if rep is None or rep.kind == "F" or len(shape) != 4 or not isinstance(c, Constant):
+            return None
+        v = _channel_vector(c, int(shape[1]), 4)
+        if v is None or tuple(_shape(n)) != tuple(shape):
+            return None
+        v = v.astype(np.float64)
+        if name in ("multiply", "divide"):
+            scale = v if name == "multiply" else 1.0 / v
+            if not np.all(np.isfinite(scale)):
+                return None
+            return self.channel_scale(x, scale)
+        shift = v if name == "add" else -v
+        if rep.kind == "A" and rep.channels_shape == (int(shape[1]), 1, 1):
+            return self.bias(n, rep, shift)
+        a = self.channel_scale(x, np.ones(int(shape[1])))
+        return self.bias(n, a, shift)
+
+    def channel_scale(self, x, scale):
+        """``x * scale`` (per channel, NCHW) as an accumulator: a depthwise 1x1 convolution of
+        the int8 ``x`` by the scales in int8 with one exponent per channel."""
+        q = self.q_of(x)
+        channels = scale.size
+        ew = exponent_for(np.abs(scale))
+        wq = np.clip(round_half_away(scale / np.exp2(ew)), INT8_MIN, INT8_MAX).astype(np.int8)
+        y = op_call("nn.conv2d", q.expr, Constant(wq.reshape(channels, 1, 1, 1)), groups=channels,
+                    channels=channels, kernel_size=(1, 1), out_dtype="int32")
+        return Rep("A", y, q.exp + ew, (channels, 1, 1))
 
     def bias(self, n, rep, b):
         e = np.asarray(rep.exp)

@@ -217,8 +217,8 @@ def test_skip_by_layer_index_and_operator_pattern():
                and n.op.name in ("nn.conv2d", "nn.dense")]
     kinds = [n.checked_type.dtype for n in anchors]
     assert kinds[0] == "float32" and kinds[-1] == "float32" and set(kinds[1:-1]) == {"int32"}
-    assert sorted(set(q.report.float_ops)) == ["nn.bias_add", "nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.relu",
-                                               "nn.softmax"]
+    # The max pool after the float stem pools the quantised tensor (exact: quantisation is monotone).
+    assert sorted(set(q.report.float_ops)) == ["nn.bias_add", "nn.conv2d", "nn.dense", "nn.relu", "nn.softmax"]
     assert "left in float" in str(q.report)
     # The first convolution (64 x 8 x 8 outputs of 3 x 7 x 7) and the classifier (10 x 512) are float.
     _, total = anchor_macs(relay.transform.infer_type(q.float_mod)["main"])

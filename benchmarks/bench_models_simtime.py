@@ -1,0 +1,126 @@
+"""ResNet-18 whole-model simulation time: one int8 inference (224x224, default configuration)
+on the functional simulator, the cycle-accurate simulator and the Verilated RTL, beside the
+original VTA's figures (apache/tvm PR #4986): 1.01 s on its C++ functional simulator (this
+project's goal: under 0.5 s) and 227.73 s on its Verilator-based simulator (tsim, ~31 M cycles
+for its unpipelined core).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_models_simtime.py [--no-cycle] [--rtl-layers 2]
+
+The network is ``bench_resnet18.resnet18_text`` (random int8 weights, requantisation by shifts)
+compiled untuned; the times are wall clock of ``compiler.runtime.execute`` (CPU segments
+included, compiled once beforehand). The whole network on the RTL takes too long here, so
+``--rtl-layers N`` runs the N smallest VTA segments on it and extrapolates the whole inference
+from their simulated cycles per second (said so in the output); ``--rtl-layers 0`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ANCHOR_FSIM, GOAL_FSIM, ANCHOR_TSIM = 1.01, 0.5, 227.73
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the Verilated model runs in
+    one): a fair clock on a shared machine."""
+    import resource
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+def _timed(model, x, backend, cpu):
+    from compiler.runtime import execute
+    t, c = time.perf_counter(), _cpu()
+    outs, report, _ = execute(model, {"data": x}, backend, cpu=cpu)
+    return time.perf_counter() - t, _cpu() - c, outs[0], report
+
+
+def _rtl_subset(model, x, layers, cycles_total):
+    """Run the ``layers`` smallest VTA segments on the RTL with their inputs from a functional
+    run; (simulated cycles, wall seconds, extrapolated seconds for ``cycles_total``)."""
+    from compiler.emit import run_linked
+    from compiler.cpu import run_cpu_segment
+    from compiler.runtime import RunStats, load_cpu
+    from driver.backends import get_backend
+    # Inputs of each VTA segment: replay the model once on the functional simulator.
+    values = {"data": x}
+    cpu = load_cpu(model)
+    fsim = get_backend("functional")
+    inputs = {}
+    for seg in model.segments:
+        args = [values[n] for n in seg.inputs]
+        info = model.tensors[seg.output]
+        if seg.target == "vta":
+            arrays = {"data": args[0]}
+            if seg.op.residual:
+                arrays["residual"] = args[1]
+            inputs[seg.name] = arrays
+            values[seg.output] = run_linked(seg.image, arrays, fsim, RunStats()).reshape(info.shape)
+        else:
+            values[seg.output] = (cpu.run(seg, args, info.shape, info.dtype) if seg.name in cpu
+                                  else run_cpu_segment(seg, args))
+    vta = sorted((s for s in model.segments if s.target == "vta"), key=lambda s: s.macs)[:layers]
+    rtl = get_backend("rtl")
+    cycles, wall = 0, 0.0
+    for seg in vta:
+        stats = RunStats()
+        t = _cpu()
+        run_linked(seg.image, inputs[seg.name], rtl, stats)
+        wall += _cpu() - t
+        cycles += stats.cycles
+    return cycles, wall, cycles_total / (cycles / wall)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--no-cycle", action="store_true", help="skip the cycle-accurate simulator")
+    p.add_argument("--rtl-layers", type=int, default=2, help="VTA segments run on the RTL (0: skip)")
+    p.add_argument("--repeat", type=int, default=3, help="functional runs (the best is reported)")
+    args = p.parse_args(argv)
+    import relay
+    from bench_resnet18 import resnet18_text
+    from compiler.compile import compile_module
+    from compiler.runtime import load_cpu
+    text, params = resnet18_text()
+    t = time.perf_counter()
+    model = compile_module(relay.parse(text), params, "default")
+    cpu = load_cpu(model)
+    print(f"ResNet-18 int8, 224x224, default configuration: compiled in {time.perf_counter() - t:.1f} s, "
+          f"{model.macs / 1e9:.2f} G MACs, {model.vta_macs / model.macs:.1%} on VTA")
+    x = np.random.default_rng(5).integers(-128, 128, (1, 3, 224, 224)).astype(np.int8)
+    runs = [_timed(model, x, "functional", cpu) for _ in range(max(1, args.repeat))]
+    fsim, fcpu, out_f, _ = min(runs, key=lambda r: r[1])
+    print(f"{'simulator':<22} {'this project':>14} {'original':>10} {'ratio':>7}   (wall clock; CPU time "
+          f"in brackets: the machine may be shared)")
+    print(f"{'functional':<22} {fsim:>12.2f} s {ANCHOR_FSIM:>8.2f} s {fsim / ANCHOR_FSIM:>7.2f}   "
+          f"[CPU {fcpu:.2f} s, ratio {fcpu / ANCHOR_FSIM:.2f}] (goal < {GOAL_FSIM} s: "
+          f"{'met' if fcpu < GOAL_FSIM else 'not met'})")
+    cycles = None
+    if not args.no_cycle:
+        wall, ccpu, out_c, report = _timed(model, x, "cycle", cpu)
+        cycles = report["cycles"]
+        assert np.array_equal(out_c, out_f), "cycle simulator and functional simulator disagree"
+        print(f"{'cycle-accurate':<22} {wall:>12.1f} s {ANCHOR_TSIM:>8.1f} s {wall / ANCHOR_TSIM:>7.2f}   "
+              f"[CPU {ccpu:.1f} s, ratio {ccpu / ANCHOR_TSIM:.2f}] ({cycles / 1e6:.2f} M cycles, "
+              f"{cycles / ccpu / 1e3:.0f} k cycles per CPU second; original tsim ~31 M cycles)")
+    if args.rtl_layers > 0:
+        if cycles is None:
+            print("RTL: needs the cycle count of the whole network (run without --no-cycle)")
+            return 0
+        done, wall, est = _rtl_subset(model, x, args.rtl_layers, cycles)
+        print(f"{'RTL (Verilator)':<22} {est:>12.0f} s {ANCHOR_TSIM:>8.1f} s {est / ANCHOR_TSIM:>7.2f}   "
+              f"(CPU time extrapolated from the {args.rtl_layers} smallest VTA segments: {done:,} cycles in "
+              f"{wall:.1f} CPU s, {done / wall / 1e3:.1f} k cycles/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
