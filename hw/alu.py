@@ -114,7 +114,8 @@ class TensorAlu(wiring.Component):
         m.d.sync += [v2.eq(v1 & ~self.err), d2.eq(u.dst + d1), s2.eq(u.src + s1)]
         bad = Signal()
         m.d.comb += [
-            bad.eq((d2 >= cfg.acc_depth) | (~use_imm & (s2 >= cfg.acc_depth))),
+            # index ≥ depth (a power of two): any bit above the address, no carry chain
+            bad.eq(d2[cfg.log_acc_depth:].any() | (~use_imm & s2[cfg.log_acc_depth:].any())),
             self.err.eq(v2 & bad),
             self.acc_raddr.eq(d2), self.src_raddr.eq(s2),
         ]

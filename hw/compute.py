@@ -17,7 +17,7 @@ from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
 from .gemm import GemmCore
-from .modcommon import module_members, mux_ports, raise_error
+from .modcommon import error_index, module_members, mux_ports, raise_error
 
 __all__ = ["ComputeModule", "narrow"]
 
@@ -142,6 +142,7 @@ class ComputeModule(wiring.Component):
             MemType.ACC: (cfg.acc_elem_bytes, cfg.acc_depth),
             MemType.ACC_8BIT: (acc8_bytes, cfg.acc_depth)})
 
+        error_index(m, self, self.head.index, index)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
@@ -156,16 +157,15 @@ class ComputeModule(wiring.Component):
                                      is_finish.eq(opcode == Opcode.FINISH),
                                      kind.eq(head.memory_type),
                                      is_gemm.eq(opcode == Opcode.GEMM)]
-                        idx = self.head.index
                         with m.Switch(opcode):
                             with m.Case(Opcode.LOAD):
                                 with m.If(head.x_size == 0):
                                     m.next = "RETIRE"
                                 for mt, (sram_bad, dram_bad) in checks.items():
                                     with m.Elif((head.memory_type == mt) & sram_bad):
-                                        raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                        raise_error(m, self, ErrorCode.SRAM_RANGE)
                                     with m.Elif((head.memory_type == mt) & dram_bad):
-                                        raise_error(m, self, ErrorCode.DRAM_RANGE, idx)
+                                        raise_error(m, self, ErrorCode.DRAM_RANGE)
                                 with m.Else():
                                     m.d.comb += [
                                         ld_uop.start.eq(head.memory_type == MemType.UOP),
@@ -175,13 +175,13 @@ class ComputeModule(wiring.Component):
                                     m.next = "LOADING"
                             with m.Case(Opcode.GEMM):
                                 with m.If(hg.uop_end > cfg.uop_depth):
-                                    raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                    raise_error(m, self, ErrorCode.SRAM_RANGE)
                                 with m.Else():
                                     m.d.comb += gemm.start.eq(1)
                                     m.next = "RUN"
                             with m.Case(Opcode.ALU):
                                 with m.If(ha.uop_end > cfg.uop_depth):
-                                    raise_error(m, self, ErrorCode.SRAM_RANGE, idx)
+                                    raise_error(m, self, ErrorCode.SRAM_RANGE)
                                 with m.Else():
                                     m.d.comb += alu.start.eq(1)
                                     m.next = "RUN"
@@ -192,7 +192,7 @@ class ComputeModule(wiring.Component):
                     m.next = "RETIRE"
             with m.State("RUN"):
                 with m.If(gemm.err | alu.err):
-                    raise_error(m, self, ErrorCode.SRAM_RANGE, index)
+                    raise_error(m, self, ErrorCode.SRAM_RANGE)
                 with m.Elif(~gemm.busy & ~alu.busy):
                     m.next = "RETIRE"
             with m.State("RETIRE"):
@@ -200,6 +200,6 @@ class ComputeModule(wiring.Component):
                              self.finish.eq(is_finish)]
                 with m.If((insn.push_prev & self.g2l_overflow)
                           | (insn.push_next & self.g2s_overflow)):
-                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
         return m

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -175,19 +175,29 @@ class VTACore(wiring.Component):
             m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
                          err_index.eq(fetch.err_index)]
 
-        # Module errors: the first, and in one cycle the lowest instruction index.
-        best_valid, best_code, best_index = 0, 0, 0
+        # Module errors: the first, and in one cycle the lowest instruction index. The index
+        # compares run in parallel from the modules' index registers, so the late ``err``
+        # signals only pass the selection (Fmax, docs/hardware.md §12).
+        n = len(modules)
+        earlier = {}
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    lt = Signal(name=f"err_before_{i}_{j}")
+                    # ties cannot happen (one index, one module); the lower module wins them
+                    m.d.comb += lt.eq(modules[i].err_index < modules[j].err_index if i > j
+                                      else modules[i].err_index <= modules[j].err_index)
+                    earlier[i, j] = lt
+        best_valid = Signal()
+        best_code = Signal(ERR_BITS)
+        best_index = Signal(INDEX_BITS)
+        m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
         for i, mod in enumerate(modules):
-            take = Signal(name=f"err_take_{i}")
-            if i == 0:
-                m.d.comb += take.eq(mod.err)
-            else:
-                m.d.comb += take.eq(mod.err & (~best_valid | (mod.err_index < best_index)))
-            nv, nc, ni = (Signal(1, name=f"err_valid_{i}"), Signal(ERR_BITS, name=f"err_code_{i}"),
-                          Signal(INDEX_BITS, name=f"err_index_{i}"))
-            m.d.comb += [nv.eq(best_valid | mod.err), nc.eq(Mux(take, mod.err_code, best_code)),
-                         ni.eq(Mux(take, mod.err_index, best_index))]
-            best_valid, best_code, best_index = nv, nc, ni
+            win = Signal(name=f"err_take_{i}")
+            m.d.comb += win.eq(mod.err & Cat(*[~modules[j].err | earlier[i, j]
+                                               for j in range(n) if j != i]).all())
+            with m.If(win):
+                m.d.comb += [best_code.eq(mod.err_code), best_index.eq(mod.err_index)]
         with m.If(running & ~done & ~mod_err & best_valid):
             m.d.sync += [mod_err.eq(1), mod_code.eq(best_code), mod_index.eq(best_index)]
         with m.If(running & compute.finish & ~best_valid):

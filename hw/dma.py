@@ -29,49 +29,62 @@ def _log2(n: int) -> int:
 
 class _Walker:
     """Walks the bursts of a 2-D transfer (the rule of :func:`isa.bursts.span_beats`, row by
-    row): ``cur`` the next beat, ``left`` the beats left in the row, ``row`` the row's byte
-    address, ``rows_left`` the rows after it. ``burst`` is the next burst's length; ``advance``
-    moves past it (to the next row's first beat when it ends the row)."""
+    row): ``cur`` the next beat, ``left`` the beats left in the row, ``next_row`` the next
+    row's byte address, ``rows_left`` the rows after this one. ``burst`` is the next burst's
+    length; ``advance`` moves past it (to the next row's first beat when it ends the row).
 
-    def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count, stride, name: str):
+    Rows have ``count ≥ 1`` elements. A row at byte address ``a`` spans
+    ``ceil(count·E / B)`` beats plus one if ``a mod B`` pushes its last byte over a beat
+    boundary (B the bus bytes): both terms are fixed at ``start``, so the next row's span
+    is a register plus a carry, and the address arithmetic on the way to ``left`` is one
+    adder deep (Fmax; docs/hardware.md §12)."""
+
+    def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count_bits: int, stride,
+                 name: str):
         self.lb = _log2(cfg.bus_bytes)
         self.le = _log2(elem_bytes)
         self.lm = _log2(cfg.max_burst_beats)
+        beats_bits = count_bits + max(self.le - self.lb, 0) + 1
         self.cur = Signal(_WIDE, name=f"{name}_cur")
-        self.left = Signal(_WIDE, name=f"{name}_left")
-        self.row = Signal(_WIDE, name=f"{name}_row")
+        self.left = Signal(beats_bits, name=f"{name}_left")
+        self.next_row = Signal(_WIDE, name=f"{name}_next_row")
         self.rows_left = Signal(16, name=f"{name}_rows_left")
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
-        self.next_row = Signal(_WIDE, name=f"{name}_next_row")
-        self._count = count
+        self._whole = Signal(beats_bits, name=f"{name}_whole")      # ceil(count·E / B)
+        self._tail = Signal(max(self.lb, 1), name=f"{name}_tail")   # (count·E − 1) mod B
+        self._stride = stride
         mb = cfg.max_burst_beats
         room = Signal(range(mb + 1), name=f"{name}_room")
         m.d.comb += room.eq(mb - self.cur[:self.lm]) if self.lm else room.eq(1)
         m.d.comb += [self.burst.eq(Mux(self.left < room, self.left, room)),
-                     self.row_end.eq(self.left == self.burst),
-                     self.next_row.eq(self.row + stride)]
-        self._first_n, self._beats_n = self.span(m, self.next_row, count, f"{name}_n")
+                     self.row_end.eq(self.left == self.burst)]
+        self._first_n, self._beats_n = self._span(self.next_row, self._whole, self._tail)
 
-    def span(self, m: Module, addr, count, name: str):
-        """(first beat, beats) of a row of ``count`` elements at byte address ``addr``."""
-        first = Signal(_WIDE, name=f"{name}_first")
-        beats = Signal(_WIDE, name=f"{name}_beats")
-        end = Signal(_WIDE, name=f"{name}_end")
-        m.d.comb += [first.eq(addr >> self.lb), end.eq(addr + (count << self.le)),
-                     beats.eq(((end - 1) >> self.lb) - first + 1)]
-        return first, beats
+    def _span(self, addr, whole, tail):
+        """(first beat, beats) of a row at byte address ``addr``."""
+        if not self.lb:
+            return addr, whole
+        over = (addr[:self.lb] + tail)[self.lb]
+        return addr >> self.lb, whole + over
 
-    def start(self, m: Module, addr, count, rows):
-        first, beats = self.span(m, addr, count, f"{self.cur.name}_s")
+    def start(self, m: Module, addr, count, rows, stride):
+        nbytes = count << self.le
+        whole = Signal.like(self._whole)
+        tail = Signal.like(self._tail)
+        m.d.comb += [whole.eq((nbytes + (1 << self.lb) - 1) >> self.lb),
+                     tail.eq((nbytes - 1)[:len(tail)] if self.lb else 0)]
+        first, beats = self._span(addr, whole, tail)
         m.d.sync += [self.cur.eq(first), self.left.eq(Mux(rows == 0, 0, beats)),
-                     self.row.eq(addr), self.rows_left.eq(rows - 1)]
+                     self.next_row.eq(addr + stride), self.rows_left.eq(rows - 1),
+                     self._whole.eq(whole), self._tail.eq(tail)]
 
     def advance(self, m: Module):
         m.d.sync += [self.cur.eq(self.cur + self.burst), self.left.eq(self.left - self.burst)]
         with m.If(self.row_end & (self.rows_left != 0)):
-            m.d.sync += [self.row.eq(self.next_row), self.cur.eq(self._first_n),
-                         self.left.eq(self._beats_n), self.rows_left.eq(self.rows_left - 1)]
+            m.d.sync += [self.next_row.eq(self.next_row + self._stride),
+                         self.cur.eq(self._first_n), self.left.eq(self._beats_n),
+                         self.rows_left.eq(self.rows_left - 1)]
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -111,7 +124,7 @@ class DmaReader(wiring.Component):
         le = _log2(eb)
         count = Signal(self._count_bits)
         stride = Signal(ADDR_BITS)
-        iw = _Walker(m, cfg, eb, count, stride, "issue")
+        iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
         port = self.port
         rd_fire = Signal()
         take = Signal()
@@ -128,7 +141,7 @@ class DmaReader(wiring.Component):
         with m.If(port.rcmd.valid & port.rcmd.ready):
             iw.advance(m)
         with m.If(self.start):
-            iw.start(m, self.addr, self.count, self.rows)
+            iw.start(m, self.addr, self.count, self.rows, self.stride)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
                          drows_left.eq(self.rows - 1), left.eq(self.count),
                          active.eq((self.rows != 0) & (self.count != 0))]
@@ -208,8 +221,8 @@ class DmaWriter(wiring.Component):
         depth = cfg.mem_outstanding
         count = Signal(self._count_bits)
         stride = Signal(ADDR_BITS)
-        iw = _Walker(m, cfg, eb, count, stride, "issue")
-        dw = _Walker(m, cfg, eb, count, stride, "data")
+        iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
+        dw = _Walker(m, cfg, eb, self._count_bits, stride, "data")
         port = self.port
         pending = Signal(range(depth + 1))   # write bursts not yet acknowledged
         ahead = Signal(range(depth + 1))     # bursts commanded whose beats are still to go
@@ -235,8 +248,8 @@ class DmaWriter(wiring.Component):
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(self.start):
-            iw.start(m, self.addr, self.count, self.rows)
-            dw.start(m, self.addr, self.count, self.rows)
+            iw.start(m, self.addr, self.count, self.rows, self.stride)
+            dw.start(m, self.addr, self.count, self.rows, self.stride)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
                          active.eq((self.rows != 0) & (self.count != 0))]
         with m.Elif(burst_done):

@@ -73,8 +73,9 @@ class GemmCore(wiring.Component):
         # S2: range check, INP/WGT reads
         bad = Signal()
         m.d.comb += [
-            bad.eq((a2 >= cfg.acc_depth) | (~reset & ((s2 >= cfg.inp_depth)
-                                                       | (w2 >= cfg.wgt_depth)))),
+            # index ≥ depth (a power of two): any bit above the address, no carry chain
+            bad.eq(a2[cfg.log_acc_depth:].any()
+                   | (~reset & (s2[cfg.log_inp_depth:].any() | w2[cfg.log_wgt_depth:].any()))),
             self.err.eq(v2 & bad),
             self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
         ]

@@ -13,7 +13,7 @@ from isa.errors import ErrorCode
 from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import module_members, mux_ports, raise_error
+from .modcommon import error_index, module_members, mux_ports, raise_error
 
 __all__ = ["LoadModule"]
 
@@ -76,6 +76,7 @@ class LoadModule(wiring.Component):
         m.d.comb += [sram_bad.eq(Mux(is_inp, inp_sram_bad, wgt_sram_bad)),
                      dram_bad.eq(Mux(is_inp, inp_dram_bad, wgt_dram_bad))]
 
+        error_index(m, self, self.head.index, index)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
@@ -88,9 +89,9 @@ class LoadModule(wiring.Component):
                         with m.If(head.x_size == 0):
                             m.next = "RETIRE"
                         with m.Elif(sram_bad):
-                            raise_error(m, self, ErrorCode.SRAM_RANGE, self.head.index)
+                            raise_error(m, self, ErrorCode.SRAM_RANGE)
                         with m.Elif(dram_bad):
-                            raise_error(m, self, ErrorCode.DRAM_RANGE, self.head.index)
+                            raise_error(m, self, ErrorCode.DRAM_RANGE)
                         with m.Else():
                             m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
                             m.next = "EXEC"
@@ -100,7 +101,7 @@ class LoadModule(wiring.Component):
             with m.State("RETIRE"):
                 m.d.comb += self.push_l2g.eq(insn.push_next)
                 with m.If(insn.push_next & self.l2g_overflow):
-                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
         return m
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux
 from amaranth.lib.wiring import In, Out
 
 from isa.errors import ErrorCode
@@ -10,7 +10,7 @@ from isa.errors import ErrorCode
 from .fields import INDEX_BITS, queue_entry
 from .memport import MemPortSignature
 
-__all__ = ["module_members", "raise_error", "mux_ports", "ERR_BITS"]
+__all__ = ["module_members", "raise_error", "error_index", "mux_ports", "ERR_BITS"]
 
 ERR_BITS = 4
 
@@ -27,8 +27,15 @@ def module_members(cfg) -> dict:
     }
 
 
-def raise_error(m: Module, comp, code: ErrorCode, index):
-    m.d.comb += [comp.err.eq(1), comp.err_code.eq(code), comp.err_index.eq(index)]
+def raise_error(m: Module, comp, code: ErrorCode):
+    m.d.comb += [comp.err.eq(1), comp.err_code.eq(code)]
+
+
+def error_index(m: Module, comp, head_index, index):
+    """``err_index``: the head's index in IDLE (an error at the start), else the running
+    instruction's. It never waits for the error conditions, so the core's index compares run
+    in parallel with them (Fmax)."""
+    m.d.comb += comp.err_index.eq(Mux(comp.idle, head_index, index))
 
 
 def mux_ports(m: Module, port, children):

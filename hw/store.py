@@ -12,7 +12,7 @@ from isa.errors import ErrorCode
 from .dma import DmaWriter, _log2
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import module_members, raise_error
+from .modcommon import error_index, module_members, raise_error
 
 __all__ = ["StoreModule"]
 
@@ -73,6 +73,7 @@ class StoreModule(wiring.Component):
             with m.If(left != 0):
                 m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1)]
 
+        error_index(m, self, self.head.index, index)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
@@ -86,9 +87,9 @@ class StoreModule(wiring.Component):
                         with m.If(head.x_size == 0):
                             m.next = "RETIRE"
                         with m.Elif(sram_bad):
-                            raise_error(m, self, ErrorCode.SRAM_RANGE, self.head.index)
+                            raise_error(m, self, ErrorCode.SRAM_RANGE)
                         with m.Elif(dram_bad):
-                            raise_error(m, self, ErrorCode.DRAM_RANGE, self.head.index)
+                            raise_error(m, self, ErrorCode.DRAM_RANGE)
                         with m.Elif(head.y_size == 0):
                             m.next = "RETIRE"
                         with m.Else():
@@ -100,6 +101,6 @@ class StoreModule(wiring.Component):
             with m.State("RETIRE"):
                 m.d.comb += self.push_s2g.eq(insn.push_prev)
                 with m.If(insn.push_prev & self.s2g_overflow):
-                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW, index)
+                    raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
         return m

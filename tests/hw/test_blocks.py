@@ -11,7 +11,8 @@ from hw.dma import DmaReader, DmaWriter
 from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
 from hw.memport import MemArbiter
-from hw.queues import TokenQueues
+from hw.queues import CommandQueue, TokenQueues
+from isa.arch import HEAD_SETTLE
 from hw.uop_loop import UopLoop
 from isa.config import load_config
 from isa.encoding import AluOp
@@ -68,6 +69,26 @@ def test_token_queues_count_and_overflow():
         await ctx.tick()
         assert ctx.get(dut.count[0]) == 2
         assert ctx.get(dut.count[1]) == 0
+    run(dut, bench)
+
+
+def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
+    """Written in t into an empty queue → seen in t + 2 + HEAD_SETTLE; after a read in s the
+    next entry is seen in s + 1 + HEAD_SETTLE (docs/hardware.md §4)."""
+    dut = CommandQueue(load_config("tiny"))
+
+    async def bench(ctx):
+        seen = []
+        for t in range(40):
+            ctx.set(dut.w_en, t in (0, 1))
+            ctx.set(dut.w_data.index, 100 + t)
+            rdy = ctx.get(dut.r_rdy)
+            ctx.set(dut.r_en, rdy)                 # read each entry as soon as it is seen
+            if rdy:
+                seen.append((t, ctx.get(dut.r_data.index)))
+            await ctx.tick()
+        first = 2 + HEAD_SETTLE
+        assert seen == [(first, 100), (first + 1 + HEAD_SETTLE, 101)]
     run(dut, bench)
 
 
