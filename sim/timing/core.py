@@ -15,6 +15,7 @@ from .memport import MemArbiter, MemoryTiming
 from .period import PeriodSkipper
 from .queues import CommandQueue, TokenQueues
 from .semantics import FastSemantics
+from .stream import BeatSkipper
 from .store import StoreModule
 
 __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
@@ -342,12 +343,16 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     prev = None
     mem = self.mem
     periods = PeriodSkipper(self) if fast and not self.tracing else None
-    self.periods = periods
+    beats = BeatSkipper(self) if periods is not None else None
+    if beats is not None and not beats.enabled:
+        beats = None
+    self.periods, self.beats = periods, beats
     bursts = mem.bursts
     rbeats = wbeats = 0
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
+        issued = mem.bursts
         step()
         moved = mem.read_beats != rbeats or mem.write_beats != wbeats
         if periods is not None:
@@ -369,7 +374,14 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 if jumped:
                     prev = None
                     rbeats, wbeats = mem.read_beats, mem.write_beats
+                    if beats is not None:
+                        beats.forget()
                     continue
+            if beats is not None and mem.bursts == issued and (moved or beats.pending()) \
+                    and beats.observe(max_cycles):
+                prev = None
+                rbeats, wbeats = mem.read_beats, mem.write_beats
+                continue
         rbeats, wbeats = mem.read_beats, mem.write_beats
         if fast:
             if moved:
