@@ -36,7 +36,7 @@ T_DATA = 4      # sim.timing.dma.T_DATA
 def streams(core) -> tuple:
     """(read loader or None, write stream?) moving in cycle ``core.t`` by the registers: the
     head read burst has arrived and goes to a load or compute loader in DATA; the head write
-    burst has arrived and the store's (wide) writer has an element for it."""
+    burst has arrived and the store's writer has an element for it."""
     t = core.t
     m = core.mem
     if m.slot > t:
@@ -49,8 +49,7 @@ def streams(core) -> tuple:
             ld = cand
     st = core.store
     w = st.writer
-    wr = bool(m.writes) and m.writes[0][1] <= t and not w.per and w.active and w.ahead != 0 \
-        and st.valid
+    wr = bool(m.writes) and m.writes[0][1] <= t and w.active and w.ahead != 0 and st.valid
     return ld, wr
 
 
@@ -71,7 +70,7 @@ def stream_key(core, ld, wr: bool) -> tuple:
            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
-           w.pending, w.ahead, w.lane, w.left,
+           w.pending, w.ahead,
            len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid, len(sq.inner),
            sq.head_valid, *core.tokens.count]
     for lo in (la, ca):
@@ -80,8 +79,14 @@ def stream_key(core, ld, wr: bool) -> tuple:
         if lo is not ld:
             key += (lo.n, r.cnt, r.lane, r.left)
     if not wr:
-        key += (st.left, w.beat, w.sub)
+        key += (st.left, w.beat, w.sub, w.lane, w.left)
     return tuple(key)
+
+
+def _last_beat(t: int, j: int, lane: int, per: int) -> int:
+    """The last of cycles ``t`` … ``t + j − 1`` in which a narrow engine at ``lane`` (one
+    element per cycle) completes a beat (the element on lane ``per − 1``)."""
+    return t + j - 1 - (lane + j - per) % per
 
 
 class BeatSkipper:
@@ -144,9 +149,10 @@ class BeatSkipper:
     def _read(self, ld, j: int):
         """(loader, cycles, elements, beats) of at most ``j`` cycles of the head read burst
         streaming into the loader ``ld``, or None."""
-        m = self.core.mem
+        core = self.core
+        m = core.mem
         r = ld.reader
-        b = m.reads[0][0]
+        b = self._read_beats()
         rows = min(r.left, ld.n)       # takes must leave both ≥ 1 (no row end)
         if r.per:                       # one element per cycle, a beat on lane per − 1
             j = min(j, b * r.per - 1 - r.lane, rows - 1)
@@ -157,17 +163,39 @@ class BeatSkipper:
             return None
         return ld, j, (r.cnt + j) // k if k > 1 else j, j
 
+    def _read_beats(self) -> int:
+        """Beats that can stream without a pause: the head burst's, and while no read client
+        has a command to issue (a burst's end then changes nothing but the queues) those of the
+        bursts behind it that have arrived and go to the same client."""
+        core = self.core
+        m = core.mem
+        reads, tags = m.reads, core.arb.tags
+        b = reads[0][0]
+        if m.log is None and core.fetch.cmd() is None and core.load.cmd() is None and \
+                core.compute.cmd() is None:
+            t, tag = core.t, tags[0]
+            for i in range(1, len(reads)):
+                if tags[i] != tag or reads[i][1] > t:
+                    break
+                b += reads[i][0]
+        return b
+
     def _write(self, j: int):
-        """(cycles, elements) of at most ``j`` cycles of the head write burst, or None."""
+        """(cycles, elements, beats) of at most ``j`` cycles of the head write burst, or
+        None. The OUT reader must keep an element ready (``left`` ≥ 1 after each advance),
+        the writer's row must not end and its burst must not end."""
         core = self.core
         m, st = core.mem, core.store
         w = st.writer
+        b = min(m.writes[0][0], w.dw.burst() - w.beat)     # beats left in the burst
+        if w.per:               # one element per cycle, a beat on lane per − 1
+            j = min(j, b * w.per - 1 - w.lane, w.left - 1, st.left - 1)
+            return (j, j, (w.lane + j) // w.per) if j > 0 else None
         k = w.k
-        j = min(j, m.writes[0][0] - 1, w.dw.burst() - 1 - w.beat,
-                st.left * k - 1 - w.sub if k > 1 else st.left - 1)
+        j = min(j, b - 1, st.left * k - 1 - w.sub if k > 1 else st.left - 1)
         if j <= 0:
             return None
-        return j, (w.sub + j) // k if k > 1 else j
+        return j, (w.sub + j) // k if k > 1 else j, j
 
     # ------------------------------------------------------------------ the skip
     def _skip(self, ld, wr_on: bool, max_cycles: int) -> bool:
@@ -193,11 +221,12 @@ class BeatSkipper:
         ref = copy.deepcopy(core) if self.verify else None
         t = core.t
         m = core.mem
+        last_r = last_w = None
         if rd is not None:
             ld, j, e, beats = rd
             r = ld.reader
             if r.per:
-                last = t + j - 1 - (r.lane + j - (r.per - 1) - 1) % r.per if beats else None
+                last = _last_beat(t, j, r.lane, r.per) if beats else None
                 r.lane = (r.lane + j) % r.per
             else:
                 last = t + j - 1
@@ -206,23 +235,36 @@ class BeatSkipper:
             r.left -= e
             ld.n -= e
             ld.writes += e
-            m.reads[0][0] -= beats
             m.read_beats += beats
-            if beats:
-                m.slot = last + 1
-                m.write_turn = True
+            last_r = last if beats else None
+            reads = m.reads
+            while beats >= reads[0][0]:      # whole bursts (never the last: see _read_beats)
+                beats -= reads.popleft()[0]
+                core.arb.tags.popleft()
+                m.read_done += 1
+            reads[0][0] -= beats
         if wr is not None:
-            j, e = wr
+            j, e, beats = wr
             st = core.store
             w = st.writer
-            if w.k > 1:
-                w.sub = (w.sub + j) % w.k
-            w.beat += j
+            if w.per:
+                last = _last_beat(t, j, w.lane, w.per) if beats else None
+                w.lane = (w.lane + j) % w.per
+                w.left -= e
+            else:
+                last = t + j - 1
+                if w.k > 1:
+                    w.sub = (w.sub + j) % w.k
+            w.beat += beats
             st.left -= e
-            m.writes[0][0] -= j
-            m.write_beats += j
-            m.slot = t + j
-            m.write_turn = False
+            m.writes[0][0] -= beats
+            m.write_beats += beats
+            last_w = last if beats else None
+        # The memory's last beat sets its slot and whose turn it is (a read and a write in
+        # the same cycle: the write is applied last).
+        if last_r is not None or last_w is not None:
+            m.slot = max(x for x in (last_r, last_w) if x is not None) + 1
+            m.write_turn = last_w is None or (last_r is not None and last_r > last_w)
         core.skip(t + j)
         if ref is not None:
             self._check(ref)
