@@ -218,7 +218,8 @@ class BeatSkipper:
             j = wr[0]
         if j <= 0:
             return False
-        ref = copy.deepcopy(core) if self.verify else None
+        # The copy shares the DRAM: no instruction starts inside the window.
+        ref = copy.deepcopy(core, {id(core.dram): core.dram}) if self.verify else None
         t = core.t
         m = core.mem
         last_r = last_w = None
