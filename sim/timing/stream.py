@@ -61,12 +61,12 @@ def stream_key(core, ld, wr: bool) -> tuple:
     lq, cq, sq = core.queues
     m, arb = core.mem, core.arb
     reads, writes = m.reads, m.writes
+    # Between two cycles the memory's queues (and the arbiter's tags) change only by a
+    # command (``bursts``), a head's beat and a burst's end (``read_done``, ``write_done``).
     key = [id(ld), wr, core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
-           core.finish_seen, len(reads), tuple(map(tuple, reads)) if ld is None else
-           (reads[0][1:], tuple(map(tuple, list(reads)[1:]))),
-           len(writes), tuple(map(tuple, writes)) if not wr else
-           (writes[0][1:], tuple(map(tuple, list(writes)[1:]))),
-           tuple(m.acks), m.bursts, arb.ptr, tuple(arb.tags), arb.writes,
+           core.finish_seen, len(reads), m.read_done, len(writes), m.write_done, len(m.acks),
+           m.bursts, reads[0][0] if reads and ld is None else None,
+           writes[0][0] if writes and not wr else None, arb.ptr, arb.writes,
            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
