@@ -71,8 +71,8 @@ def stream_key(core, ld, wr: bool) -> tuple:
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
            w.pending, w.ahead,
-           len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid, len(sq.inner),
-           sq.head_valid, *core.tokens.count]
+           len(lq.inner), lq.head_valid, lq.age, len(cq.inner), cq.head_valid, cq.age,
+           len(sq.inner), sq.head_valid, sq.age, *core.tokens.count]
     for lo in (la, ca):
         r = lo.reader
         key += (lo.fsm, lo.r, r.iw.left, r.active, r.drows_left)
