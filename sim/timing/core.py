@@ -193,19 +193,29 @@ class Core:
                 done = True
 
         # Counters (the RTL counts while (running | go) & ~done: every simulated cycle).
+        # (Most are 0 in most cycles: test before touching the dict.)
         c = self.counters
-        c["fetch_busy"] += fetch.busy
-        c["fetch_stall"] += fetch.stall
-        c["load_busy"] += (not load.idle) or load.pop
-        c["load_stall"] += load.blocked
-        c["compute_busy"] += (not compute.idle) or compute.pop
-        c["compute_stall"] += compute.blocked
-        c["store_busy"] += (not store.idle) or store.pop
-        c["store_stall"] += store.blocked
+        if fetch.busy:
+            c["fetch_busy"] += 1
+        if fetch.stall:
+            c["fetch_stall"] += 1
+        if not load.idle or load.pop:
+            c["load_busy"] += 1
+        if load.blocked:
+            c["load_stall"] += 1
+        if not compute.idle or compute.pop:
+            c["compute_busy"] += 1
+        if compute.blocked:
+            c["compute_stall"] += 1
+        if not store.idle or store.pop:
+            c["store_busy"] += 1
+        if store.blocked:
+            c["store_stall"] += 1
         run = compute.run
         if run is not None and run.done_lo <= t <= run.done_hi:
             c["gemm_uops" if run.gemm else "alu_uops"] += 1
-        c["mem_busy"] += arb_busy
+        if arb_busy:
+            c["mem_busy"] += 1
 
         # Clock edge.
         if wr_ack:
