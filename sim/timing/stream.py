@@ -128,14 +128,17 @@ class BeatSkipper:
         return self._skip(ld, wr, max_cycles)
 
     # ------------------------------------------------------------------ the window
-    def _window(self, max_cycles: int) -> int:
-        """Cycles from ``core.t`` on before a time comparison of another block changes."""
+    def _window(self, max_cycles: int, streaming) -> int:
+        """Cycles from ``core.t`` on before a time comparison of another block changes
+        (``streaming``: whether the read and the write channel stream)."""
         core = self.core
         t = core.t
         end = max_cycles
         m = core.mem
-        for q in (m.reads, m.writes):     # a burst arriving at the head of its channel
-            if q and q[0][1] > t:
+        # A burst arriving at the head of a channel that does not stream (from this very
+        # cycle on: the cycles compared did not see it).
+        for q, on in zip((m.reads, m.writes), streaming):
+            if q and not on and q[0][1] >= t:
                 end = min(end, q[0][1])
         if m.acks:
             end = min(end, m.acks[0])
@@ -200,7 +203,7 @@ class BeatSkipper:
     # ------------------------------------------------------------------ the skip
     def _skip(self, ld, wr_on: bool, max_cycles: int) -> bool:
         core = self.core
-        j = self._window(max_cycles)
+        j = self._window(max_cycles, (ld is not None, wr_on))
         rd = wr = None
         if ld is not None:
             rd = self._read(ld, j)
