@@ -1,19 +1,23 @@
 """Simulated cycles per second of the cycle-accurate simulator and of the compiled RTL.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default] [--scale 1] [--repeat 3]
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default small]
+        [--latency 4 32] [--scale 1] [--repeat 3]
 
-Two long programs, each at least a million cycles: a blocked GEMM (per block: load an INP
+Two long programs, each about a million cycles: a blocked GEMM (per block: load an INP
 tile and a WGT tile, one GEMM over them, store the block) and a convolution-like program (a
 3 × 3 kernel over padded input tiles, weights loaded once, ReLU and requantisation by ALU,
-store). Both run on ``sim.cycle`` and on the driver's ``rtl`` backend (its Verilator build is
-cached and not timed); cycles, counters and DRAM must agree. The issue's goal is a speed-up of at
-least 10x, judged in CPU time (this process and the harness processes it starts): on a shared
-machine the wall time mostly measures the other users. Figures: docs/timing.md.
+store), their tiles sized to fit each configuration's buffers. Both run on ``sim.cycle`` and on
+the driver's ``rtl`` backend (its Verilator build is cached and not timed) for every
+configuration and ``MEM_LATENCY``; cycles, counters and DRAM must agree. The issue's goal is a
+speed-up of at least 10x, judged in CPU time (this process and the harness processes it
+starts): on a shared machine the wall time mostly measures the other users. The last lines
+are a table of the ratios. Figures: docs/timing.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -28,12 +32,25 @@ from driver.kernel import alu_kernel  # noqa: E402
 from isa.encoding import AluOp  # noqa: E402
 
 
-def blocked_gemm(config: str, blocks: int):
-    """``blocks`` × (load 128 × 8 INP tiles and 8 × 8 WGT tiles, GEMM 8192 micro-ops, store)."""
+def _gemm_tile(c) -> tuple[int, int, int]:
+    """(mi, ki, no) of the blocked GEMM: 128 × 8 INP and 8 × 8 WGT blocks where they fit."""
+    ki, no = 8, 8
+    return min(128, c.inp_depth // ki, c.acc_depth // no), ki, no
+
+
+def _conv_tile(c) -> tuple[int, int]:
+    """(side, output blocks) of the convolution-like tile: 16 × 16 × 4 where it fits."""
+    side = 16 if 18 * 18 <= c.inp_depth else 8
+    return side, max(1, min(4, c.acc_depth // (side * side), c.wgt_depth // 9))
+
+
+def blocked_gemm(config, blocks: int):
+    """``blocks`` × (load mi × 8 INP tiles and 8 × 8 WGT tiles, GEMM mi × 64 micro-ops,
+    store): mi = 128 on ``default``."""
     dev = Device(config, dram_bytes=64 << 20)
     c = dev.config
     rng = np.random.default_rng(1)
-    mi, ki, no = 128, 8, 8
+    mi, ki, no = _gemm_tile(c)
     inp = dev.array(rng.integers(-3, 3, (blocks, mi * ki, c.batch, c.block_in), dtype=np.int8))
     wgt = dev.array(rng.integers(-3, 3, (blocks, no * ki, c.block_out, c.block_in),
                                  dtype=np.int8))
@@ -63,13 +80,14 @@ def blocked_gemm(config: str, blocks: int):
     return s.build_image()
 
 
-def conv_like(config: str, tiles: int):
-    """``tiles`` × (a padded 16 × 16 input tile, 3 × 3 × 4 output blocks, ReLU, shift, store)."""
+def conv_like(config, tiles: int):
+    """``tiles`` × (a padded input tile, 3 × 3 × ``no`` output blocks, ReLU, shift, store):
+    16 × 16 and 4 blocks on ``default``."""
     dev = Device(config, dram_bytes=64 << 20)
     c = dev.config
     rng = np.random.default_rng(2)
-    h = w = 16
-    no = 4
+    h = w = _conv_tile(c)[0]
+    no = _conv_tile(c)[1]
     inp = dev.array(rng.integers(-3, 3, (tiles, h * w, c.batch, c.block_in), dtype=np.int8))
     wgt = dev.array(rng.integers(-3, 3, (no * 9, c.block_out, c.block_in), dtype=np.int8))
     out = dev.empty((tiles, h * w * no, c.batch, c.block_out), np.int8)
@@ -130,32 +148,30 @@ def _time(run, image, repeat=1):
 GOAL = 10.0
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="default")
-    ap.add_argument("--scale", type=float, default=1.0, help="program length factor")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="time each simulator this many times and keep the fastest")
-    args = ap.parse_args(argv)
-    from driver.backends import BackendUnavailable, get_backend
+def programs(cfg, scale: float) -> dict:
+    """The two programs for ``cfg``, each about a million cycles at ``scale`` 1 (their
+    blocks' count scaled from the ``default`` tiles' work)."""
+    mi, ki, no = _gemm_tile(cfg)
+    side, no_conv = _conv_tile(cfg)
+    gemm_blocks = 60 * 128 / mi
+    conv_tiles = 70 * (16 * 16 * 4) / (side * side * no_conv)
+    return {"blocked GEMM": blocked_gemm(cfg, max(1, int(gemm_blocks * scale))),
+            "convolution-like": conv_like(cfg, max(1, int(conv_tiles * scale)))}
+
+
+def measure(cfg, scale: float, repeat: int, rtl) -> list:
+    """Run both programs on both simulators; print a line each; return (program, cycles,
+    speed-up in CPU time or None, exact) per program."""
     from sim.cycle import run_image
-    programs = {"blocked GEMM": blocked_gemm(args.config, max(1, int(60 * args.scale))),
-                "convolution-like": conv_like(args.config, max(1, int(70 * args.scale)))}
-    try:
-        rtl = get_backend("rtl")
-        from driver.backends.rtl import build_harness
-        build_harness(next(iter(programs.values())).config)
-    except BackendUnavailable as exc:
-        rtl = None
-        print(f"rtl: not available ({exc})")
-    status = 0
-    for name, image in programs.items():
-        sim, sim_s, sim_cpu = _time(run_image, image, args.repeat)
-        line = (f"{name}: {image.insn_count} instructions, {sim.cycles} cycles; "
-                f"cycle sim {sim_s:.2f} s wall, {sim_cpu:.2f} s CPU = "
-                f"{sim.cycles / sim_cpu / 1e6:.2f} M cycles/s")
+    rows = []
+    for name, image in programs(cfg, scale).items():
+        sim, sim_s, sim_cpu = _time(run_image, image, repeat)
+        line = (f"{cfg.name} MEM_LATENCY {cfg.mem_latency}, {name}: {image.insn_count} "
+                f"instructions, {sim.cycles} cycles; cycle sim {sim_s:.2f} s wall, "
+                f"{sim_cpu:.2f} s CPU = {sim.cycles / sim_cpu / 1e6:.2f} M cycles/s")
+        speedup, same = None, True
         if rtl is not None:
-            ref, rtl_s, rtl_cpu = _time(rtl.run, image, args.repeat)
+            ref, rtl_s, rtl_cpu = _time(rtl.run, image, repeat)
             same = (ref.cycles == sim.cycles and np.array_equal(ref.dram, sim.dram)
                     and all(ref.counters[k] == sim.counters[k] for k in ref.counters))
             speedup = rtl_cpu / sim_cpu
@@ -164,12 +180,52 @@ def main(argv=None) -> int:
                      f"in CPU time, {rtl_s / sim_s:.1f}x in wall time (goal {GOAL:.0f}x: "
                      f"{'met' if speedup >= GOAL else 'NOT met'}); "
                      f"{'exact' if same else 'MISMATCH'}")
-            status |= not same
-        print(line)
+        print(line, flush=True)
         s = sim.summary
         print(f"  GEMM utilisation {s['mac_utilisation']:.1%}, memory busy "
               f"{s['mem_busy_fraction']:.1%}, {s['bandwidth_bytes_per_cycle']:.2f} bytes/cycle")
-    return status
+        rows.append((name, sim.cycles, speedup, same))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", nargs="+", default=["default", "small"],
+                    help="configuration names or JSON files (default: default small)")
+    ap.add_argument("--latency", nargs="+", type=int, default=[4, 32],
+                    help="MEM_LATENCY values to run each configuration at (default: 4 32)")
+    ap.add_argument("--scale", type=float, default=1.0, help="program length factor")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time each simulator this many times and keep the fastest")
+    args = ap.parse_args(argv)
+    from driver.backends import BackendUnavailable, get_backend
+    from isa.config import load_config
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    table = []
+    for name in args.config:
+        base = load_config(name)
+        try:
+            rtl = get_backend("rtl")
+            from driver.backends.rtl import build_harness
+            build_harness(base)
+        except BackendUnavailable as exc:
+            rtl = None
+            print(f"rtl: not available ({exc})")
+        for latency in args.latency:
+            cfg = base.replace(mem_latency=latency)
+            table += [(cfg.name, latency, *row) for row in measure(cfg, args.scale,
+                                                                   args.repeat, rtl)]
+    print(f"\nspeed-up of the cycle simulator over the RTL in CPU time (goal {GOAL:.0f}x); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'config':<10} {'latency':>7}  {'program':<18} {'cycles':>9}  {'speed-up':>8}")
+    status = 0
+    for cfg_name, latency, prog, cycles, speedup, same in table:
+        ratio = "n/a" if speedup is None else f"{speedup:.1f}x"
+        verdict = ("" if speedup is None else " met" if speedup >= GOAL else " NOT met")
+        print(f"{cfg_name:<10} {latency:>7}  {prog:<18} {cycles:>9}  {ratio:>8}{verdict}"
+              f"{'' if same else '  MISMATCH'}")
+        status |= not same
+    return int(status)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from .memport import MemArbiter, MemoryTiming
 from .period import PeriodSkipper
 from .queues import CommandQueue, TokenQueues
 from .semantics import FastSemantics
+from .stream import BeatSkipper
 from .store import StoreModule
 
 __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
@@ -192,19 +193,29 @@ class Core:
                 done = True
 
         # Counters (the RTL counts while (running | go) & ~done: every simulated cycle).
+        # (Most are 0 in most cycles: test before touching the dict.)
         c = self.counters
-        c["fetch_busy"] += fetch.busy
-        c["fetch_stall"] += fetch.stall
-        c["load_busy"] += (not load.idle) or load.pop
-        c["load_stall"] += load.blocked
-        c["compute_busy"] += (not compute.idle) or compute.pop
-        c["compute_stall"] += compute.blocked
-        c["store_busy"] += (not store.idle) or store.pop
-        c["store_stall"] += store.blocked
+        if fetch.busy:
+            c["fetch_busy"] += 1
+        if fetch.stall:
+            c["fetch_stall"] += 1
+        if not load.idle or load.pop:
+            c["load_busy"] += 1
+        if load.blocked:
+            c["load_stall"] += 1
+        if not compute.idle or compute.pop:
+            c["compute_busy"] += 1
+        if compute.blocked:
+            c["compute_stall"] += 1
+        if not store.idle or store.pop:
+            c["store_busy"] += 1
+        if store.blocked:
+            c["store_stall"] += 1
         run = compute.run
         if run is not None and run.done_lo <= t <= run.done_hi:
             c["gemm_uops" if run.gemm else "alu_uops"] += 1
-        c["mem_busy"] += arb_busy
+        if arb_busy:
+            c["mem_busy"] += 1
 
         # Clock edge.
         if wr_ack:
@@ -342,12 +353,16 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     prev = None
     mem = self.mem
     periods = PeriodSkipper(self) if fast and not self.tracing else None
-    self.periods = periods
+    beats = BeatSkipper(self) if periods is not None else None
+    if beats is not None and not beats.enabled:
+        beats = None
+    self.periods, self.beats = periods, beats
     bursts = mem.bursts
     rbeats = wbeats = 0
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
+        issued = mem.bursts
         step()
         moved = mem.read_beats != rbeats or mem.write_beats != wbeats
         if periods is not None:
@@ -369,7 +384,14 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 if jumped:
                     prev = None
                     rbeats, wbeats = mem.read_beats, mem.write_beats
+                    if beats is not None:
+                        beats.forget()
                     continue
+            if beats is not None and mem.bursts == issued and (moved or beats.pending()) \
+                    and beats.observe(max_cycles):
+                prev = None
+                rbeats, wbeats = mem.read_beats, mem.write_beats
+                continue
         rbeats, wbeats = mem.read_beats, mem.write_beats
         if fast:
             if moved:

@@ -189,7 +189,7 @@ class PeriodSkipper:
             m = _limit(v0[i + 1], v1[i + 1], dleft, self.burst_cuts, m)
         return m
 
-    def _memory(self, v0, v1, d, done: int, i: int, m: int) -> int:
+    def _memory(self, v0, v1, d, done: int, i: int, m: int, period: int) -> int:
         """Limit ``m`` for the memory (see ``MemoryTiming.state``): the heads and first runs
         at ``i``, then the times to come; ``done``: the completed bursts (reads, writes)."""
         if m < 1:
@@ -210,6 +210,10 @@ class PeriodSkipper:
                 m = _limit(v0[h + 1], v1[h + 1], dr, (1, n - 1 - others), m)
         for j in range(i + 4, len(d)):     # times to come must stay to come (> 0)
             if d[j]:
+                # The same event seen at both ends counts down by the period; any other
+                # change means the list's entries are not the same events (not a period).
+                if d[j] != -period:
+                    return -1
                 m = _limit(v0[j], v1[j], d[j], (1,), m)
         return m
 
@@ -268,7 +272,7 @@ class PeriodSkipper:
             b = core.store.writer.dw.burst()     # the burst does not change: beat == b − 1
             m = _limit(v0[i + 2], v1[i + 2], dbeat, (b - 1, b), m)
         m = self._walker(v0, v1, d, i + 10, m)
-        m = self._memory(v0, v1, d, i + 17, len(v1) - len(self._mem_state()[1]), m)
+        m = self._memory(v0, v1, d, i + 17, len(v1) - len(self._mem_state()[1]), m, period)
         run = core.compute.run
         if run is not None:
             for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):

@@ -14,6 +14,7 @@ from driver import Device, Loop, MemType, Uop, gemm_kernel
 from isa.config import load_config
 from sim.cycle import simulate
 from sim.timing.period import PeriodSkipper
+from sim.timing.stream import BeatSkipper
 
 from .test_cycle import RTL, _padded, check_exact
 
@@ -24,12 +25,13 @@ FULL = bool(os.environ.get("VTA_FULL"))
 def verify_jumps(monkeypatch):
     """Every jump is checked against a copy of the core stepped cycle by cycle: the whole
     state (every register, not only cycles and counters) must agree."""
-    real = PeriodSkipper.__init__
+    for cls in (PeriodSkipper, BeatSkipper):
+        real = cls.__init__
 
-    def init(self, core):
-        real(self, core)
-        self.verify = True
-    monkeypatch.setattr(PeriodSkipper, "__init__", init)
+        def init(self, core, real=real):
+            real(self, core)
+            self.verify = True
+        monkeypatch.setattr(cls, "__init__", init)
 
 
 def streaming_program(cfg, seed: int):

@@ -1,0 +1,290 @@
+"""Skipping the beats inside a burst in closed form.
+
+While a read burst streams into a tensor loader (or a write burst out of the store), each cycle
+moves one beat and changes only a few counters: the burst's beats left, the reader's beat
+within its element (``cnt``) or lane, the elements left in the row (``left``, the loader's
+``n``, the store's ``left``), the writer's beat in its burst (``beat``, ``sub``). Everything else
+repeats. :class:`BeatSkipper` recognises such a cycle — it moved a beat, no command, no other
+beat, no ``wr_ack``, and every register except those counters is the same before and after it
+(:func:`stream_key`) — and the cycle before it was one too. Every next cycle then repeats it,
+with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
+:meth:`BeatSkipper._write`, until a comparison on them changes its outcome:
+
+* a burst's last beat (it leaves the memory's queue and the arbiter's tags) — the window ends
+  before the head burst's last beat, and before the writer's ``beat == burst − 1``;
+* an element that ends a row (``left == 1``, the loader's ``n == 1``, the store's OUT reader
+  running dry): the window ends before it;
+* a time comparison of another block: the next write burst's first cycle, a ``wr_ack``, the
+  GEMM/ALU timeline (as in :meth:`Core.skip`), the budget ``max_cycles``.
+
+Elements at least a beat wide take ``k`` beats each (one per cycle); narrower ones one element
+per cycle, a beat with every ``per``-th. Only ``mem_beat_interval`` 1 (the channels never wait
+for each other) and the load and compute loaders (not fetch: its data are instructions) are
+covered. The event counters advance as in :meth:`Core.skip`. Tests compare every skip with
+stepping (``verify``) and whole runs with the RTL.
+"""
+
+from __future__ import annotations
+
+import copy
+
+__all__ = ["BeatSkipper", "stream_key"]
+
+T_DATA = 4      # sim.timing.dma.T_DATA
+
+
+def streams(core) -> tuple:
+    """(read loader or None, write stream?) moving in cycle ``core.t`` by the registers: the
+    head read burst has arrived and goes to a load or compute loader in DATA; the head write
+    burst has arrived and the store's writer has an element for it."""
+    t = core.t
+    m = core.mem
+    if m.slot > t:
+        return None, False
+    ld = None
+    reads, tags = m.reads, core.arb.tags
+    if reads and reads[0][1] <= t and tags and tags[0]:
+        cand = core.load.active if tags[0] == 1 else core.compute.active
+        if cand.fsm == T_DATA and cand.reader.active:
+            ld = cand
+    st = core.store
+    w = st.writer
+    wr = bool(m.writes) and m.writes[0][1] <= t and w.active and w.ahead != 0 and st.valid
+    return ld, wr
+
+
+def stream_key(core, ld, wr: bool) -> tuple:
+    """:meth:`Core.snapshot` without the counters that the streams ``ld`` (the loader a read
+    burst streams into, or None) and ``wr`` (a write burst streams) move; see the module."""
+    f, la, ca, st = core.fetch, core.load.active, core.compute.active, core.store
+    fr, w = f.reader, st.writer
+    lq, cq, sq = core.queues
+    m, arb = core.mem, core.arb
+    reads, writes = m.reads, m.writes
+    # Between two cycles the memory's queues (and the arbiter's tags) change only by a
+    # command (``bursts``), a head's beat and a burst's end (``read_done``, ``write_done``).
+    key = [id(ld), wr, core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
+           core.finish_seen, len(reads), m.read_done, len(writes), m.write_done, len(m.acks),
+           m.bursts, reads[0][0] if reads and ld is None else None,
+           writes[0][0] if writes and not wr else None, arb.ptr, arb.writes,
+           f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
+           fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
+           core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
+           w.pending, w.ahead,
+           len(lq.inner), lq.head_valid, lq.age, len(cq.inner), cq.head_valid, cq.age,
+           len(sq.inner), sq.head_valid, sq.age, *core.tokens.count]
+    for lo in (la, ca):
+        r = lo.reader
+        key += (lo.fsm, lo.r, r.iw.left, r.active, r.drows_left)
+        if lo is not ld:
+            key += (lo.n, r.cnt, r.lane, r.left)
+    if not wr:
+        key += (st.left, w.beat, w.sub, w.lane, w.left)
+    return tuple(key)
+
+
+def _last_beat(t: int, j: int, lane: int, per: int) -> int:
+    """The last of cycles ``t`` … ``t + j − 1`` in which a narrow engine at ``lane`` (one
+    element per cycle) completes a beat (the element on lane ``per − 1``)."""
+    return t + j - 1 - (lane + j - per) % per
+
+
+class BeatSkipper:
+    """Skips the beats of a burst after two cycles that each moved one (see the module)."""
+
+    def __init__(self, core):
+        self.core = core
+        cfg = core.cfg
+        self.enabled = cfg.mem_beat_interval == 1
+        self.prev = None          # (cycle, stream_key) after the last streaming cycle
+        #: tests: check every skip against a copy of the core stepped cycle by cycle
+        self.verify = False
+        self.skips = 0
+        self.skipped_cycles = 0
+
+    def forget(self) -> None:
+        self.prev = None
+
+    def pending(self) -> bool:
+        """Whether the last cycle was looked at (the next one must be, to compare)."""
+        return self.prev is not None and self.prev[0] == self.core.t - 1
+
+    def observe(self, max_cycles: int) -> bool:
+        """Called after a cycle that handed no command to the memory and moved a beat (or
+        followed such a cycle); True if it skipped ahead."""
+        core = self.core
+        if not self.enabled:
+            return False
+        ld, wr = streams(core)
+        if ld is None and not wr:
+            self.prev = None
+            return False
+        key = stream_key(core, ld, wr)
+        prev, t = self.prev, core.t
+        if prev is None or prev[0] != t - 1 or prev[1] != key:
+            self.prev = (t, key)
+            return False
+        self.prev = None
+        return self._skip(ld, wr, max_cycles)
+
+    # ------------------------------------------------------------------ the window
+    def _window(self, max_cycles: int, streaming) -> int:
+        """Cycles from ``core.t`` on before a time comparison of another block changes
+        (``streaming``: whether the read and the write channel stream)."""
+        core = self.core
+        t = core.t
+        end = max_cycles
+        m = core.mem
+        # A burst arriving at the head of a channel that does not stream (from this very
+        # cycle on: the cycles compared did not see it).
+        for q, on in zip((m.reads, m.writes), streaming):
+            if q and not on and q[0][1] >= t:
+                end = min(end, q[0][1])
+        if m.acks:
+            end = min(end, m.acks[0])
+        run = core.compute.run
+        if run is not None and core.compute.fsm == 2:
+            for e in (run.err_at, run.busy_end + 1, run.done_lo, run.done_hi + 1):
+                if e >= t:
+                    end = min(end, e)
+        return end - t
+
+    def _read(self, ld, j: int):
+        """(loader, cycles, elements, beats) of at most ``j`` cycles of the head read burst
+        streaming into the loader ``ld``, or None."""
+        core = self.core
+        m = core.mem
+        r = ld.reader
+        b = self._read_beats()
+        rows = min(r.left, ld.n)       # takes must leave both ≥ 1 (no row end)
+        if r.per:                       # one element per cycle, a beat on lane per − 1
+            j = min(j, b * r.per - 1 - r.lane, rows - 1)
+            return (ld, j, j, (r.lane + j) // r.per) if j > 0 else None
+        k = r.k
+        j = min(j, b - 1, rows * k - 1 - r.cnt if k > 1 else rows - 1)
+        if j <= 0:
+            return None
+        return ld, j, (r.cnt + j) // k if k > 1 else j, j
+
+    def _read_beats(self) -> int:
+        """Beats that can stream without a pause: the head burst's, and while no read client
+        has a command to issue (a burst's end then changes nothing but the queues) those of the
+        bursts behind it that have arrived and go to the same client."""
+        core = self.core
+        m = core.mem
+        reads, tags = m.reads, core.arb.tags
+        b = reads[0][0]
+        if m.log is None and core.fetch.cmd() is None and core.load.cmd() is None and \
+                core.compute.cmd() is None:
+            t, tag = core.t, tags[0]
+            for i in range(1, len(reads)):
+                if tags[i] != tag or reads[i][1] > t:
+                    break
+                b += reads[i][0]
+        return b
+
+    def _write(self, j: int):
+        """(cycles, elements, beats) of at most ``j`` cycles of the head write burst, or
+        None. The OUT reader must keep an element ready (``left`` ≥ 1 after each advance),
+        the writer's row must not end and its burst must not end."""
+        core = self.core
+        m, st = core.mem, core.store
+        w = st.writer
+        b = min(m.writes[0][0], w.dw.burst() - w.beat)     # beats left in the burst
+        if w.per:               # one element per cycle, a beat on lane per − 1
+            j = min(j, b * w.per - 1 - w.lane, w.left - 1, st.left - 1)
+            return (j, j, (w.lane + j) // w.per) if j > 0 else None
+        k = w.k
+        j = min(j, b - 1, st.left * k - 1 - w.sub if k > 1 else st.left - 1)
+        if j <= 0:
+            return None
+        return j, (w.sub + j) // k if k > 1 else j, j
+
+    # ------------------------------------------------------------------ the skip
+    def _skip(self, ld, wr_on: bool, max_cycles: int) -> bool:
+        core = self.core
+        j = self._window(max_cycles, (ld is not None, wr_on))
+        rd = wr = None
+        if ld is not None:
+            rd = self._read(ld, j)
+            if rd is None:
+                return False
+            j = rd[1]
+        if wr_on:
+            wr = self._write(j)
+            if wr is None:
+                return False
+            if rd is not None and wr[0] < j:
+                rd = self._read(ld, wr[0])
+                if rd is None:
+                    return False
+            j = wr[0]
+        if j <= 0:
+            return False
+        # The copy shares the DRAM: no instruction starts inside the window.
+        ref = copy.deepcopy(core, {id(core.dram): core.dram}) if self.verify else None
+        t = core.t
+        m = core.mem
+        last_r = last_w = None
+        if rd is not None:
+            ld, j, e, beats = rd
+            r = ld.reader
+            if r.per:
+                last = _last_beat(t, j, r.lane, r.per) if beats else None
+                r.lane = (r.lane + j) % r.per
+            else:
+                last = t + j - 1
+                if r.k > 1:
+                    r.cnt = (r.cnt + j) % r.k
+            r.left -= e
+            ld.n -= e
+            ld.writes += e
+            m.read_beats += beats
+            last_r = last if beats else None
+            reads = m.reads
+            while beats >= reads[0][0]:      # whole bursts (never the last: see _read_beats)
+                beats -= reads.popleft()[0]
+                core.arb.tags.popleft()
+                m.read_done += 1
+            reads[0][0] -= beats
+        if wr is not None:
+            j, e, beats = wr
+            st = core.store
+            w = st.writer
+            if w.per:
+                last = _last_beat(t, j, w.lane, w.per) if beats else None
+                w.lane = (w.lane + j) % w.per
+                w.left -= e
+            else:
+                last = t + j - 1
+                if w.k > 1:
+                    w.sub = (w.sub + j) % w.k
+            w.beat += beats
+            st.left -= e
+            m.writes[0][0] -= beats
+            m.write_beats += beats
+            last_w = last if beats else None
+        # The memory's last beat sets its slot and whose turn it is (a read and a write in
+        # the same cycle: the write is applied last).
+        if last_r is not None or last_w is not None:
+            m.slot = max(x for x in (last_r, last_w) if x is not None) + 1
+            m.write_turn = last_w is None or (last_r is not None and last_r > last_w)
+        core.skip(t + j)
+        if ref is not None:
+            self._check(ref)
+        self.skips += 1
+        self.skipped_cycles += j
+        return True
+
+    def _check(self, ref) -> None:
+        """Step ``ref`` (the core before the skip) to the skip's target and compare."""
+        from .period import JumpMismatch, PeriodSkipper, _stable
+        core = self.core
+        ref.periods = ref.beats = None
+        while ref.t < core.t and not ref.done:
+            ref.step()
+        mine, theirs = PeriodSkipper(core), PeriodSkipper(ref)
+        a = (core.t, core.mem.slot, core.mem.write_turn, mine.exact(_stable), mine.counting())
+        b = (ref.t, ref.mem.slot, ref.mem.write_turn, theirs.exact(_stable), theirs.counting())
+        if a != b:
+            raise JumpMismatch(f"beat skip to cycle {core.t}: skipped {a} stepped {b}")

@@ -1,0 +1,62 @@
+"""The fast path of the cycle simulator against stepping every cycle, on random programs.
+
+``simulate(image)`` skips frozen stretches, repeated periods (:mod:`sim.timing.period`) and
+the beats of streaming bursts (:mod:`sim.timing.stream`); ``simulate(image, fast=False)``
+steps every cycle. On random programs (the conformance generator's and the streaming ones of
+``test_cycle_periods``) over random memory systems, both must end in the same state: cycles,
+every counter, the error, the DRAM and every register; and every single skip is checked on the
+spot against a copy of the core stepped to the same cycle (the ``verify_jumps`` fixture).
+Whether either path equals the RTL is ``test_cycle.py``'s and ``test_memory_system.py``'s job.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from isa.config import load_config
+from isa.conformance import random_program
+from sim.cycle import simulate
+from sim.timing.period import PeriodSkipper, _stable
+
+from .test_cycle import _padded
+from .test_cycle_periods import streaming_program, verify_jumps  # noqa: F401 (autouse)
+
+FULL = bool(os.environ.get("VTA_FULL"))
+
+MEMORY = st.fixed_dictionaries({
+    "mem_latency": st.sampled_from([1, 4, 13, 32]),
+    "mem_outstanding": st.sampled_from([1, 2, 8]),
+    "mem_beat_interval": st.sampled_from([1, 1, 1, 2]),
+})
+
+
+def _state(core) -> tuple:
+    look = PeriodSkipper(core)
+    return (core.t, core.error, core.error_index, look.exact(_stable), look.counting(),
+            core.mem.slot, core.mem.write_turn)
+
+
+@settings(max_examples=150 if FULL else 20, deadline=None, derandomize=True)
+@given(config=st.sampled_from(["tiny", "small", "default"]), memory=MEMORY,
+       seed=st.integers(0, 1 << 16), streaming=st.booleans())
+def test_fast_path_equals_stepping(config, memory, seed, streaming):
+    cfg = load_config(config).replace(**memory)
+    image = _padded(streaming_program(cfg, seed)) if streaming else random_program(cfg, seed)
+    fast, slow = simulate(image), simulate(image, fast=False)
+    assert _state(fast) == _state(slow)
+    assert np.array_equal(fast.dram, slow.dram)
+
+
+def test_beats_are_skipped():
+    """The benchmark's kind of transfer (whole-buffer loads and stores) does skip beats, on a
+    wide and on a narrow configuration, at both latencies of the benchmark."""
+    for config in ("default", "small"):
+        for latency in (4, 32):
+            cfg = load_config(config).replace(mem_latency=latency)
+            image = _padded(streaming_program(cfg, 3))
+            fast, slow = simulate(image), simulate(image, fast=False)
+            assert _state(fast) == _state(slow)
+            assert fast.beats.skips > 0 and fast.beats.skipped_cycles > 0
