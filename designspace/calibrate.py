@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from isa.safeio import atomic_output
+
 from .cache import Cache, task_key
 from .sweep import CALIBRATION
 from .synth import resources
@@ -56,7 +58,7 @@ def main(argv=None) -> int:
                        "runs": sorted(runs.values(), key=lambda r: json.dumps(r["point"],
                                                                               sort_keys=True))},
                       indent=1, sort_keys=True)
-    with open(args.out, "w") as fh:
+    with atomic_output(args.out, what="calibration file", mode="w") as fh:
         fh.write(text + "\n")
     print(f"{len(runs)} runs -> {args.out}", file=sys.stderr)
     return 0

@@ -123,7 +123,22 @@ def _markdown(result: SweepResult) -> str:
     counts = ", ".join(f"{k}: {v['run']} run, {v['cached']} cached"
                        for k, v in result.counts.items())
     out += ["", f"Tasks: {counts}.", ""]
+    out += _time_table(result)
     return "\n".join(out)
+
+
+def _time_table(result: SweepResult) -> list:
+    """Where this run's time went: seconds per kind of task (summed over the tasks that ran,
+    in whatever process) and the wall-clock time of each batch."""
+    if not result.phases:
+        return []
+    out = ["## Where the time went", "", "| task | run | seconds (sum over tasks) |",
+           "|---|---|---|"]
+    for kind, secs in sorted(result.seconds.items(), key=lambda kv: -kv[1]):
+        out.append(f"| {kind} | {result.counts.get(kind, {}).get('run', 0)} | {secs:.0f} |")
+    out += ["", "Wall clock: " + ", ".join(f"{label} {secs:.0f} s"
+                                          for label, secs in result.phases) + ".", ""]
+    return out
 
 
 def _included(result: SweepResult) -> list:
