@@ -9,7 +9,7 @@ from designspace.cache import Cache
 from designspace.devices import DEVICES
 from designspace.model import ScreeningModel, dp16kd_count, shape_of
 from designspace.sweep import HW_NEUTRAL_KEYS, _samples, synth_task
-from designspace.synth import SynthesisError, resources, tool_path
+from designspace.synth import SynthesisError, finished_synthesis, resources, tool_path
 from isa.config import load_config
 
 
@@ -44,6 +44,10 @@ def test_model_against_a_real_synthesis_of_tiny(tmp_path):
         err = abs(pred[key] - used[key]) / used[key]
         assert err <= reported[key]["max"] + 0.05, (key, pred[key], used[key], reported[key])
     assert DEVICES["LFE5U-25F"].fits(used)
+    # The netlist is recorded as finished, so nextpnr may reuse it instead of synthesising.
+    assert finished_synthesis(tmp_path) == real
+    (tmp_path / "core.json").unlink()
+    assert finished_synthesis(tmp_path) is None
 
 
 def test_dp16kd_count_matches_the_shipped_syntheses():
