@@ -65,4 +65,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from isa.errors import run_command
+    sys.exit(run_command(lambda _: main(), None, "designspace.calibrate"))

@@ -128,14 +128,16 @@ def _markdown(result: SweepResult) -> str:
 
 
 def _time_table(result: SweepResult) -> list:
-    """Where this run's time went: seconds per kind of task (summed over the tasks that ran,
-    in whatever process) and the wall-clock time of each batch."""
+    """Where this run's time went: CPU seconds per kind of task (summed over the tasks that
+    ran, in whatever process, tools included) and the wall-clock time of each batch."""
     if not result.phases:
         return []
-    out = ["## Where the time went", "", "| task | run | seconds (sum over tasks) |",
+    out = ["## Where the time went", "", "| task | run | CPU seconds (sum over tasks) |",
            "|---|---|---|"]
     for kind, secs in sorted(result.seconds.items(), key=lambda kv: -kv[1]):
         out.append(f"| {kind} | {result.counts.get(kind, {}).get('run', 0)} | {secs:.0f} |")
+    out.append(f"| total | {sum(v.get('run', 0) for v in result.counts.values())} | "
+               f"{sum(result.seconds.values()):.0f} |")
     out += ["", "Wall clock: " + ", ".join(f"{label} {secs:.0f} s"
                                           for label, secs in result.phases) + ".", ""]
     return out
