@@ -12,8 +12,9 @@ first:
    clock;
 3. **synthesis** (Yosys ``synth_ecp5``) of every point not ruled out; the points that matter,
    the frontier of the screened points by the model's resources (or every point), at most
-   ``max_pnr`` of them, highest throughput first, are **placed and routed** (nextpnr-ecp5) in
+   ``max_pnr`` of them, are **placed and routed** (nextpnr-ecp5) in
    the same batch, each right after its own synthesis, on the smallest target device it fits;
+   the smallest points first (see ``_pnr_choice``);
 4. what is left of ``max_pnr`` goes to the real frontier's points not placed yet.
 
 A point's row holds its configuration, resources (``resources_from``: yosys or model), Fmax
@@ -348,6 +349,22 @@ def _row(space: Space, name: str, point: dict, res: dict, res_from: str, fmax, f
     return row
 
 
+def _pnr_device(space: Space, cache: Cache, point: dict, verilog: str, pred: dict,
+                margin: float) -> "str | None":
+    """Where to place ``point``: a target device it was placed on already (cached), else the
+    smallest its real resources fit (if synthesised), else the smallest its predicted ones fit
+    with the model's margin (or without, if none does)."""
+    from .synth import resources
+    order = sorted(space.devices, key=lambda d: DEVICES[d].luts)
+    for d in order:
+        if cache.get(_pnr_desc(point, verilog, d, point["TARGET_MHZ"])) is not None:
+            return d
+    done = cache.get(_synth_desc(point, verilog))
+    if done is not None and "cells" in done:
+        return _smallest_device(space, resources(done["cells"]))
+    return _smallest_device(space, pred, margin) or _smallest_device(space, pred)
+
+
 def _front(space: Space, rows: list) -> list:
     fit = [r if any(r[f"fits_{d}"] for d in space.devices) else {} for r in rows]
     return pareto_front(fit, **_OBJECTIVES)
@@ -355,11 +372,12 @@ def _front(space: Space, rows: list) -> list:
 
 def _pnr_choice(space: Space, rows: list, points: list, eligible: set, budget: int) -> list:
     """The points that matter: the frontier of ``rows`` (every row if ``fmax = "all"``) among
-    the hardware keys in ``eligible``, highest throughput first, one per hardware, at most
-    ``budget``."""
+    the hardware keys in ``eligible``, one per hardware, at most ``budget``, the smallest (in
+    LUT4) first: nextpnr's time grows with the design, so a small budget measures the most
+    GEMM shapes, and the model's Fmax (linear in log2 of the MACs) needs two of them."""
     chosen = _front(space, rows) if space.fmax == "frontier" else range(len(rows))
     chosen = sorted((i for i in chosen if _hw_key(points[i]) in eligible),
-                    key=lambda i: -(rows[i]["throughput_gmacs"] or 0))
+                    key=lambda i: (rows[i]["LUT4"], -(rows[i]["throughput_gmacs"] or 0)))
     picked: dict = {}
     for i in chosen:
         picked.setdefault(_hw_key(points[i]), i)
@@ -447,8 +465,8 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
         for k in todo:
             p = hw[k]
             sd, work = _synth_desc(p, verilog[k]), str(cache.workdir(verilog[k]))
-            dev = (_smallest_device(space, preds[first[k]], margin)
-                   or _smallest_device(space, preds[first[k]])) if k in first else None
+            dev = _pnr_device(space, cache, p, verilog[k], preds[first[k]], margin) \
+                if k in first else None
             if dev is not None:
                 pd = _pnr_desc(p, verilog[k], dev, p["TARGET_MHZ"])
                 if cache.get(pd) is None and cache.get(sd) is None:

@@ -79,19 +79,19 @@ def test_frontier_candidate_is_placed_in_the_synthesis_batch(tools, tmp_path):
     cache = Cache(tmp_path / "cache")
     result = _run(path, cache)
     # Two hardware points (the memory latency does not change the RTL): each synthesised
-    # once; the faster one (1x4x4) is the candidate, placed on the smallest device it fits by the
-    # model (35 MULT18X18D: not the 25F).
+    # once. Both are on the frontier; the budget of one goes to the smaller (1x2x2), placed on
+    # the smallest device the model says it fits with its margin (the 25F).
     synths = [c for c in tools.calls if c[0] == "synthesis"]
     assert sorted(synths) == [("synthesis", 1), ("synthesis", 2)]
     assert [c for c in tools.calls if c[0] == "place and route"] == \
-        [("place and route", 2, "LFE5U-85F")]
+        [("place and route", 1, "LFE5U-25F")]
     assert result.counts["place and route"] == {"run": 1, "cached": 0}
     assert result.counts["synthesis"] == {"run": 1, "cached": 0}   # the other one
     for row in result.rows:
         assert row["resources_from"] == "yosys"
-        if row["LOG_BLOCK_IN"] == 2:
-            assert (row["fmax_mhz"], row["fmax_from"]) == (30.0, "nextpnr")
-            assert row["clock_mhz"] == 30.0
+        if row["LOG_BLOCK_IN"] == 1:
+            assert (row["fmax_mhz"], row["fmax_from"]) == (35.0, "nextpnr")
+            assert row["clock_mhz"] == 35.0
         else:
             assert row["fmax_from"] == "model"
     assert set(result.seconds) >= {"cycles", "verilog", "synthesis", "place and route"}
