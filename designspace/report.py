@@ -159,13 +159,28 @@ def _included(result: SweepResult) -> list:
             out.append(f"- `{name}` ({row['resources_from']}) is on the frontier.")
             continue
         vec = [s * (row[k] or 0) for k, s in keys]
-        better = [rows[i]["name"] for i in result.frontier
+        better = [rows[i] for i in result.frontier
                   if dominates([s * (rows[i][k] or 0) for k, s in keys], vec)]
         fits = [d for d in result.space.devices if row[f"fits_{d}"]]
-        why = (f"beaten on every objective by {', '.join(better)}" if better else
+        why = ("; ".join(f"{b['name']} ({b['resources_from']}) {_versus(b, row)}"
+                         for b in better) if better else
                "fits no target device" if not fits else "dominated")
-        out.append(f"- `{name}` is not on the frontier: {why}.")
+        out.append(f"- `{name}` ({row['resources_from']}) is not on the frontier: {why}.")
     return (["", "Included configurations:", ""] + out) if out else []
+
+
+def _versus(better: dict, row: dict) -> str:
+    """How ``better`` beats ``row``, objective by objective."""
+    from .sweep import _OBJECTIVES
+    parts = []
+    for k in _OBJECTIVES["minimize"]:
+        d = (better[k] or 0) - (row[k] or 0)
+        parts.append(f"the same {k}" if d == 0 else f"{abs(d)} {'fewer' if d < 0 else 'more'} "
+                     f"{k}")
+    for k in _OBJECTIVES["maximize"]:
+        a, b = better[k] or 0, row[k] or 0
+        parts.append(f"{(a / b - 1):+.0%} {k}" if b else f"{k} {a}")
+    return "needs " + ", ".join(parts[:-1]) + " and gives " + parts[-1]
 
 
 def _name(point: dict) -> str:
