@@ -402,158 +402,201 @@ def run_sweep(space: Space, *, cache: Cache, runner, synthesis: str = "real",
     names = [included.get(tuple(p.values()), point_name(p)) for p in points]
     log(f"{len(points)} points ({len(exp.rejected)} rejected by VTAConfig, {exp.excluded} "
         f"excluded by constraints), {len(space.workloads)} workloads")
-
-    # The model first: what fits no device needs neither cycles nor Verilog to be ruled out.
-    samples = _samples(cache)
-    if not samples and synthesis == "real" and points:
-        smallest = min(points, key=lambda p: point_config(p).macs_per_cycle)
-        log(f"no calibration yet: synthesising {point_name(smallest)} first")
-        _synthesise(runner, cache, [smallest], progress, result)
-        samples = _samples(cache)
-    if not samples:
-        raise SweepError("the screening model has no real synthesis to calibrate on: run "
-                         "with --synthesis real once (or restore designspace/calibration.json)")
-    model = ScreeningModel(samples)
-    margin = model.margin(space.margin)
-    preds = [model.predict(point_config(p)) for p in points]
-    unfit = _unfit(space, preds, margin)
-
-    # 1. cycles of every workload on every point, with the Verilog of every point that may fit
-    jobs = [_Job(_cycles_desc(p, w, space), "cycles", (p, w, space.spatial_div, space.seed),
-                 _cycles_cost(p, w, space)) for p in points for w in space.workloads]
-    hw = {} if synthesis == "model" else {
-        _hw_key(p): p for p, why in zip(points, unfit) if why is None}
-    jobs += [_Job(_verilog_desc(p), "verilog", (p,), _SYNTH_COST) for p in hw.values()]
-    got = _stage(runner, cache, jobs, "cycles", progress, result)
-    cyc = []
-    for p, name in zip(points, names):
-        per = {}
-        for w in space.workloads:
-            r = got[task_key(_cycles_desc(p, w, space))]
-            if "error" in r:
-                result.failed.append((name, f"{w}: {r['error']}"))
-            else:
-                per[w] = r
-        cyc.append(per if len(per) == len(space.workloads) else None)
-    verilog = {}
-    for k, p in hw.items():
-        v = got[task_key(_verilog_desc(p))]
-        if "sha256" in v:
-            verilog[k] = v["sha256"]
-        else:
-            result.failed.append((point_name(p), f"Verilog: {v.get('error')}"))
-
-    # 2. screening
-    cyc_vec = [None if c is None else [c[w]["cycles"] for w in space.workloads] for c in cyc]
-    reasons = _ruled_out(names, preds, cyc_vec, margin, unfit)
-    todo = {_hw_key(p) for p, why, c in zip(points, reasons, cyc)
-            if why is None and c is not None and _hw_key(p) in verilog}
-
-    # 3. synthesis of what the model cannot rule out; the frontier's candidates (by the
-    # model's resources) are placed and routed as soon as they are synthesised, in the same
-    # batch, so nextpnr does not wait for the last synthesis.
-    synth: dict = {}
-    pnr: dict = {}
-    first: dict = {}
+    run = _Run(space, cache, runner, progress, result, points, names)
+    run.calibrate(synthesis, log)
+    run.measure(with_verilog=synthesis != "model")
+    run.screen()
     if synthesis == "real":
-        budget = space.max_pnr if space.fmax != "none" else 0
-        model_rows = [_row(space, n, p, pred, "model", pred["fmax_mhz"], "model", c)
-                      for n, p, pred, c in zip(names, points, preds, cyc)]
-        first = {_hw_key(points[i]): i
-                 for i in _pnr_choice(space, model_rows, points, todo, budget)}
-        jobs = []
-        for k in todo:
-            p = hw[k]
-            sd, work = _synth_desc(p, verilog[k]), str(cache.workdir(verilog[k]))
-            dev = _pnr_device(space, cache, p, verilog[k], preds[first[k]], margin) \
-                if k in first else None
-            if dev is not None:
-                pd = _pnr_desc(p, verilog[k], dev, p["TARGET_MHZ"])
-                if cache.get(pd) is None and cache.get(sd) is None:
-                    # nextpnr synthesises first: one task, no second synthesis
-                    jobs.append(_Job(pd, "place and route", (p, work, dev, p["TARGET_MHZ"]),
-                                     _PNR_COST, also=sd))
-                    continue
-                jobs.append(_Job(pd, "place and route", (p, work, dev, p["TARGET_MHZ"]),
-                                 _PNR_COST))
-            jobs.append(_Job(sd, "synthesis", (p, work), _SYNTH_COST))
-        got = _stage(runner, cache, jobs, "synthesis", progress, result)
-        for job in jobs:
-            k = _hw_key(job.args[0])
-            r = got.get(task_key(job.desc))
-            if job.kind == "place and route":
-                if r is not None and "fmax_mhz" in r:
-                    pnr[k] = r["fmax_mhz"]
-                else:
-                    result.failed.append((point_name(job.args[0]),
-                                          f"nextpnr: {(r or {}).get('error')}"))
-                if job.also is not None:
-                    r = got.get(task_key(job.also)) or cache.get(job.also) or r
-            if r is not None:
-                synth[k] = r
+        run.synthesise_and_place()
     elif synthesis == "cached":
-        placed = {d["verilog"]: r["fmax_mhz"] for d, r in cache.entries("pnr")
-                  if "fmax_mhz" in r}
-        for k in todo:
-            hit = cache.get(_synth_desc(hw[k], verilog[k]))
-            if hit is not None:
-                synth[k] = hit
-            if verilog[k] in placed:
-                pnr[k] = placed[verilog[k]]
-    for p, name in zip(points, names):
-        r = synth.get(_hw_key(p))
-        if r is not None and "cells" not in r:
-            result.failed.append((name, f"synthesis: {r.get('error')}"))
-    if synth:
-        model = ScreeningModel(_samples(cache))
-        preds = [model.predict(point_config(p)) for p in points]
-
-    def rows_for() -> list:
-        from .synth import resources
-        rows = []
-        for p, name, pred, c in zip(points, names, preds, cyc):
-            s = synth.get(_hw_key(p))
-            real = s is not None and "cells" in s
-            res = resources(s["cells"]) if real else pred
-            f = pnr.get(_hw_key(p))
-            fmax, src = ((f, "nextpnr") if f else (pred["fmax_mhz"], "model")
-                         if pred["fmax_mhz"] else (None, "none: runs at TARGET_MHZ"))
-            rows.append(_row(space, name, p, res, "yosys" if real else "model", fmax, src, c))
-        return rows
-
-    # 4. what is left of the place-and-route budget goes to the real frontier
-    rows = rows_for()
+        run.from_cache()
+    rows = run.rows()
     if synthesis == "real" and space.fmax != "none":
-        real = {_hw_key(p) for p, r in zip(points, rows) if r["resources_from"] == "yosys"}
-        left = space.max_pnr - len(set(pnr) | set(first))
-        jobs = []
-        for i in _pnr_choice(space, rows, points, real - set(pnr) - set(first), left):
-            p, k = points[i], _hw_key(points[i])
-            dev = _smallest_device(space, rows[i])
-            if dev is not None:
-                jobs.append(_Job(_pnr_desc(p, verilog[k], dev, p["TARGET_MHZ"]),
-                                 "place and route",
-                                 (p, str(cache.workdir(verilog[k])), dev, p["TARGET_MHZ"]),
-                                 _PNR_COST))
-        got = _stage(runner, cache, jobs, "place and route", progress, result)
-        for job in jobs:
-            r = got[task_key(job.desc)]
-            if "fmax_mhz" in r:
-                pnr[_hw_key(job.args[0])] = r["fmax_mhz"]
-            else:
-                result.failed.append((point_name(job.args[0]), f"nextpnr: {r.get('error')}"))
-        if jobs:
-            model = ScreeningModel(_samples(cache))
-            preds = [model.predict(point_config(p)) for p in points]
-            rows = rows_for()
-    for row, why in zip(rows, reasons):
+        rows = run.place_leftover(rows)
+    for row, why in zip(rows, run.reasons):
         row["screened_out"] = (why or "") if row["resources_from"] == "model" else ""
     result.rows = rows
     result.frontier = _front(space, rows)
-    result.model_errors = model.errors()
-    result.margin = margin
-    result.calibration_runs = len(model.samples)
+    result.model_errors = run.model.errors()
+    result.margin = run.margin
+    result.calibration_runs = len(run.model.samples)
     return result
+
+
+@dataclass
+class _Run:
+    """The state of one sweep between its stages (each method one stage, in order)."""
+
+    space: Space
+    cache: Cache
+    runner: object
+    progress: bool
+    result: SweepResult
+    points: list
+    names: list
+    synth: dict = field(default_factory=dict)      # hw key: synthesis result
+    pnr: dict = field(default_factory=dict)        # hw key: Fmax from nextpnr
+    first: dict = field(default_factory=dict)      # hw key: row index, placed in stage 3
+
+    def _stage(self, jobs: list, label: str) -> dict:
+        return _stage(self.runner, self.cache, jobs, label, self.progress, self.result)
+
+    def _refit(self) -> None:
+        self.model = ScreeningModel(_samples(self.cache))
+        self.preds = [self.model.predict(point_config(p)) for p in self.points]
+
+    def calibrate(self, synthesis: str, log: Callable) -> None:
+        """The model first: what fits no device needs neither cycles nor Verilog to be ruled
+        out. A cache and calibration without any synthesis get one of the smallest point."""
+        if not _samples(self.cache) and synthesis == "real" and self.points:
+            smallest = min(self.points, key=lambda p: point_config(p).macs_per_cycle)
+            log(f"no calibration yet: synthesising {point_name(smallest)} first")
+            _synthesise(self.runner, self.cache, [smallest], self.progress, self.result)
+        if not _samples(self.cache):
+            raise SweepError("the screening model has no real synthesis to calibrate on: run "
+                             "with --synthesis real once (or restore "
+                             "designspace/calibration.json)")
+        self._refit()
+        self.margin = self.model.margin(self.space.margin)
+        self.unfit = _unfit(self.space, self.preds, self.margin)
+
+    def measure(self, with_verilog: bool) -> None:
+        """Stage 1: cycles of every workload on every point, in one batch with the Verilog of
+        every point that may fit (``self.cyc``: per point {workload: result} or None)."""
+        space = self.space
+        jobs = [_Job(_cycles_desc(p, w, space), "cycles", (p, w, space.spatial_div, space.seed),
+                     _cycles_cost(p, w, space)) for p in self.points for w in space.workloads]
+        self.hw = {_hw_key(p): p for p, why in zip(self.points, self.unfit)
+                   if why is None} if with_verilog else {}
+        jobs += [_Job(_verilog_desc(p), "verilog", (p,), _SYNTH_COST) for p in self.hw.values()]
+        got = self._stage(jobs, "cycles")
+        self.cyc = []
+        for p, name in zip(self.points, self.names):
+            per = {}
+            for w in space.workloads:
+                r = got[task_key(_cycles_desc(p, w, space))]
+                if "error" in r:
+                    self.result.failed.append((name, f"{w}: {r['error']}"))
+                else:
+                    per[w] = r
+            self.cyc.append(per if len(per) == len(space.workloads) else None)
+        self.verilog = {}
+        for k, p in self.hw.items():
+            v = got[task_key(_verilog_desc(p))]
+            if "sha256" in v:
+                self.verilog[k] = v["sha256"]
+            else:
+                self.result.failed.append((point_name(p), f"Verilog: {v.get('error')}"))
+
+    def screen(self) -> None:
+        """Stage 2: why each point is ruled out (or None), and the hardware left to build."""
+        vec = [None if c is None else [c[w]["cycles"] for w in self.space.workloads]
+               for c in self.cyc]
+        self.reasons = _ruled_out(self.names, self.preds, vec, self.margin, self.unfit)
+        self.todo = {_hw_key(p) for p, why, c in zip(self.points, self.reasons, self.cyc)
+                     if why is None and c is not None and _hw_key(p) in self.verilog}
+
+    def synthesise_and_place(self) -> None:
+        """Stage 3: synthesis of what the model cannot rule out; the frontier's candidates (by
+        the model's resources) are placed and routed right after their own synthesis, in the
+        same batch, so nextpnr does not wait for the last Yosys run."""
+        space, cache = self.space, self.cache
+        budget = space.max_pnr if space.fmax != "none" else 0
+        model_rows = [_row(space, n, p, pred, "model", pred["fmax_mhz"], "model", c)
+                      for n, p, pred, c in zip(self.names, self.points, self.preds, self.cyc)]
+        self.first = {_hw_key(self.points[i]): i
+                      for i in _pnr_choice(space, model_rows, self.points, self.todo, budget)}
+        jobs = []
+        for k in sorted(self.todo):
+            p, sha = self.hw[k], self.verilog[k]
+            sd, work = _synth_desc(p, sha), str(cache.workdir(sha))
+            dev = (_pnr_device(space, cache, p, sha, self.preds[self.first[k]], self.margin)
+                   if k in self.first else None)
+            if dev is not None:
+                pd = _pnr_desc(p, sha, dev, p["TARGET_MHZ"])
+                # Nothing cached: nextpnr's task synthesises first (no second synthesis).
+                both = cache.get(pd) is None and cache.get(sd) is None
+                jobs.append(_Job(pd, "place and route", (p, work, dev, p["TARGET_MHZ"]),
+                                 _PNR_COST, also=sd if both else None))
+                if both:
+                    continue
+            jobs.append(_Job(sd, "synthesis", (p, work), _SYNTH_COST))
+        got = self._stage(jobs, "synthesis")
+        for job in jobs:
+            k = _hw_key(job.args[0])
+            r = got.get(task_key(job.desc))
+            if job.kind == "synthesis":
+                self.synth[k] = r
+                continue
+            if r is not None and "fmax_mhz" in r:
+                self.pnr[k] = r["fmax_mhz"]
+            else:
+                self.result.failed.append((point_name(job.args[0]),
+                                           f"nextpnr: {(r or {}).get('error')}"))
+            if job.also is not None:
+                self.synth[k] = got.get(task_key(job.also)) or r
+        self._synthesised()
+
+    def from_cache(self) -> None:
+        """Stage 3 without tools: the syntheses and places the cache holds."""
+        placed = {d["verilog"]: r["fmax_mhz"] for d, r in self.cache.entries("pnr")
+                  if "fmax_mhz" in r}
+        for k in self.todo:
+            hit = self.cache.get(_synth_desc(self.hw[k], self.verilog[k]))
+            if hit is not None:
+                self.synth[k] = hit
+            if self.verilog[k] in placed:
+                self.pnr[k] = placed[self.verilog[k]]
+        self._synthesised()
+
+    def _synthesised(self) -> None:
+        for p, name in zip(self.points, self.names):
+            r = self.synth.get(_hw_key(p))
+            if r is not None and "cells" not in r:
+                self.result.failed.append((name, f"synthesis: {r.get('error')}"))
+        if self.synth:
+            self._refit()
+
+    def rows(self) -> list:
+        from .synth import resources
+        rows = []
+        for p, name, pred, c in zip(self.points, self.names, self.preds, self.cyc):
+            s = self.synth.get(_hw_key(p))
+            real = s is not None and "cells" in s
+            res = resources(s["cells"]) if real else pred
+            f = self.pnr.get(_hw_key(p))
+            fmax, src = ((f, "nextpnr") if f else (pred["fmax_mhz"], "model")
+                         if pred["fmax_mhz"] else (None, "none: runs at TARGET_MHZ"))
+            rows.append(_row(self.space, name, p, res, "yosys" if real else "model", fmax,
+                             src, c))
+        return rows
+
+    def place_leftover(self, rows: list) -> list:
+        """Stage 4: what is left of the place-and-route budget goes to real-frontier points
+        that stage 3 did not try."""
+        real = {_hw_key(p) for p, r in zip(self.points, rows) if r["resources_from"] == "yosys"}
+        tried = set(self.pnr) | set(self.first)
+        jobs = []
+        for i in _pnr_choice(self.space, rows, self.points, real - tried,
+                             self.space.max_pnr - len(tried)):
+            p, k = self.points[i], _hw_key(self.points[i])
+            dev = _smallest_device(self.space, rows[i])
+            if dev is not None:
+                jobs.append(_Job(_pnr_desc(p, self.verilog[k], dev, p["TARGET_MHZ"]),
+                                 "place and route", (p, str(self.cache.workdir(self.verilog[k])),
+                                                     dev, p["TARGET_MHZ"]), _PNR_COST))
+        got = self._stage(jobs, "place and route")
+        for job in jobs:
+            r = got[task_key(job.desc)]
+            if "fmax_mhz" in r:
+                self.pnr[_hw_key(job.args[0])] = r["fmax_mhz"]
+            else:
+                self.result.failed.append((point_name(job.args[0]),
+                                           f"nextpnr: {r.get('error')}"))
+        if not jobs:
+            return rows
+        self._refit()
+        return self.rows()
 
 
 def _hw_key(point: dict) -> str:
