@@ -38,7 +38,8 @@ def collect(cache: Cache) -> list[dict]:
             continue        # a configuration of an older schema, hence an older RTL
         run = {"point": desc["point"], "resources": resources(result["cells"]),
                "cells": result["cells"], "synth_seconds": result["seconds"],
-               "tools": desc["tools"], **pnr.get(task_key(desc["point"]), {})}
+               "tools": desc["tools"], "verilog_sha256": desc["verilog"],
+               **pnr.get(task_key(desc["point"]), {})}
         runs.append(run)
     return runs
 
