@@ -2,19 +2,21 @@
 
 A result's key is the SHA-256 of its canonical JSON description (what was computed, on which
 point, by which versions of the tools and of the project's sources that decide it); the file
-``DIR/ab/abcdef….json`` holds the description and the result. Files are written to a temporary
-name and renamed, so a sweep killed at any moment leaves complete results or none: the next run
-finds every finished task and runs only the others.
+``DIR/ab/abcdef….json`` holds the description and the result. Files are written through
+``isa.safeio.atomic_output`` (a temporary name, renamed once complete), so a sweep killed at any
+moment leaves complete results or none: the next run finds every finished task and runs only
+the others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from isa.safeio import atomic_output
 
 __all__ = ["Cache", "task_key", "source_digest"]
 
@@ -70,15 +72,9 @@ class Cache:
             return
         path = self._path(task_key(description))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"description": description, "result": result}, fh, indent=1,
-                          sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_output(path, what="sweep cache entry", mode="w") as fh:
+            json.dump({"description": description, "result": result}, fh, indent=1,
+                      sort_keys=True)
 
     def entries(self, kind: str) -> list[tuple[dict, object]]:
         """Every stored (description, result) whose description has ``kind``, oldest first."""

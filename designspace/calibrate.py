@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from isa.safeio import atomic_output
+
 from .cache import Cache, task_key
 from .sweep import CALIBRATION
 from .synth import resources
@@ -36,7 +38,8 @@ def collect(cache: Cache) -> list[dict]:
             continue        # a configuration of an older schema, hence an older RTL
         run = {"point": desc["point"], "resources": resources(result["cells"]),
                "cells": result["cells"], "synth_seconds": result["seconds"],
-               "tools": desc["tools"], **pnr.get(task_key(desc["point"]), {})}
+               "tools": desc["tools"], "verilog_sha256": desc["verilog"],
+               **pnr.get(task_key(desc["point"]), {})}
         runs.append(run)
     return runs
 
@@ -56,11 +59,12 @@ def main(argv=None) -> int:
                        "runs": sorted(runs.values(), key=lambda r: json.dumps(r["point"],
                                                                               sort_keys=True))},
                       indent=1, sort_keys=True)
-    with open(args.out, "w") as fh:
+    with atomic_output(args.out, what="calibration file", mode="w") as fh:
         fh.write(text + "\n")
     print(f"{len(runs)} runs -> {args.out}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from isa.errors import run_command
+    sys.exit(run_command(lambda _: main(), None, "designspace.calibrate"))

@@ -41,45 +41,46 @@ def register(subparsers) -> None:
 
 
 def main(args) -> int:
+    """Errors are the project's own (``isa.errors``): ``vta`` prints one line and exits 2 for
+    a bad space file or option, 1 for a space nothing of which could be measured, 5 for a
+    missing tool or Dask, 3 for a bug."""
+    from isa.errors import InputError
+
     from .cache import Cache
     from .report import write_results
-    from .runners import RunnerError, make_runner
-    from .space import SpaceError, load_space
-    from .sweep import SweepError, run_sweep
-    from .synth import SynthesisError
-
-    def fail(code: int, msg: str) -> int:
-        print(f"vta sweep: error: {msg}", file=sys.stderr)
-        return code
+    from .runners import make_runner
+    from .space import load_space
+    from .sweep import run_sweep
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        return fail(2, f"--out {args.out} is a file; give a folder (it is replaced as a whole)")
+        raise InputError(f"--out {args.out} is a file; give a folder (it is replaced as a "
+                         f"whole)")
     if args.jobs is not None and args.jobs < 1:
-        return fail(2, f"--jobs must be at least 1, got {args.jobs}")
-    try:
-        space = load_space(args.space)
-    except SpaceError as exc:
-        return fail(2, str(exc))
+        raise InputError(f"--jobs must be at least 1, got {args.jobs}")
+    space = load_space(args.space)
     if not args.no_plots:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return fail(2, "the plots need matplotlib: `pip install -e '.[plot]'` or "
-                           "give --no-plots")
+            raise InputError("the plots need matplotlib: `pip install -e '.[plot]'` or give "
+                             "--no-plots") from None
     try:
         cache = Cache(None if args.no_cache else args.cache)
-        with make_runner(jobs=args.jobs, scheduler=args.scheduler, dask=args.dask) as runner:
-            result = run_sweep(space, cache=cache, runner=runner, synthesis=args.synthesis,
-                               progress=not args.no_progress,
-                               log=lambda m: print(m, file=sys.stderr))
-        out = write_results(result, args.out, plots=not args.no_plots)
-    except (RunnerError, SweepError, SynthesisError) as exc:
-        return fail(exc.exit_code, str(exc))
     except OSError as exc:
-        return fail(2, f"cannot write {args.out} or the cache: {exc}")
+        raise InputError(f"cannot use the cache {args.cache}: {exc.strerror or exc}") from None
+    with make_runner(jobs=args.jobs, scheduler=args.scheduler, dask=args.dask) as runner:
+        result = run_sweep(space, cache=cache, runner=runner, synthesis=args.synthesis,
+                           progress=not args.no_progress,
+                           log=lambda m: print(m, file=sys.stderr))
+    try:
+        out = write_results(result, args.out, plots=not args.no_plots)
+    except OSError as exc:
+        raise InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     real = sum(r["resources_from"] == "yosys" for r in result.rows)
-    print(f"{len(result.rows)} points ({real} synthesised), {len(result.frontier)} on the "
-          f"frontier, {len(result.rejected)} rejected, {len(result.failed)} failed -> {out}")
+    placed = sum(r["fmax_from"] == "nextpnr" for r in result.rows)
+    print(f"{len(result.rows)} points ({real} synthesised, {placed} placed and routed), "
+          f"{len(result.frontier)} on the frontier, {len(result.rejected)} rejected, "
+          f"{len(result.failed)} failed -> {out}")
     # Nothing measured at all (every workload failed everywhere): the space was rejected.
     return 1 if result.failed and not any(r["throughput_gmacs"] for r in result.rows) else 0

@@ -123,7 +123,24 @@ def _markdown(result: SweepResult) -> str:
     counts = ", ".join(f"{k}: {v['run']} run, {v['cached']} cached"
                        for k, v in result.counts.items())
     out += ["", f"Tasks: {counts}.", ""]
+    out += _time_table(result)
     return "\n".join(out)
+
+
+def _time_table(result: SweepResult) -> list:
+    """Where this run's time went: CPU seconds per kind of task (summed over the tasks that
+    ran, in whatever process, tools included) and the wall-clock time of each batch."""
+    if not result.phases:
+        return []
+    out = ["## Where the time went", "", "| task | run | CPU seconds (sum over tasks) |",
+           "|---|---|---|"]
+    for kind, secs in sorted(result.seconds.items(), key=lambda kv: -kv[1]):
+        out.append(f"| {kind} | {result.counts.get(kind, {}).get('run', 0)} | {secs:.0f} |")
+    out.append(f"| total | {sum(v.get('run', 0) for v in result.counts.values())} | "
+               f"{sum(result.seconds.values()):.0f} |")
+    out += ["", "Wall clock: " + ", ".join(f"{label} {secs:.0f} s"
+                                          for label, secs in result.phases) + ".", ""]
+    return out
 
 
 def _included(result: SweepResult) -> list:
@@ -142,13 +159,28 @@ def _included(result: SweepResult) -> list:
             out.append(f"- `{name}` ({row['resources_from']}) is on the frontier.")
             continue
         vec = [s * (row[k] or 0) for k, s in keys]
-        better = [rows[i]["name"] for i in result.frontier
+        better = [rows[i] for i in result.frontier
                   if dominates([s * (rows[i][k] or 0) for k, s in keys], vec)]
         fits = [d for d in result.space.devices if row[f"fits_{d}"]]
-        why = (f"beaten on every objective by {', '.join(better)}" if better else
+        why = ("; ".join(f"{b['name']} ({b['resources_from']}) {_versus(b, row)}"
+                         for b in better) if better else
                "fits no target device" if not fits else "dominated")
-        out.append(f"- `{name}` is not on the frontier: {why}.")
+        out.append(f"- `{name}` ({row['resources_from']}) is not on the frontier: {why}.")
     return (["", "Included configurations:", ""] + out) if out else []
+
+
+def _versus(better: dict, row: dict) -> str:
+    """How ``better`` beats ``row``, objective by objective."""
+    from .sweep import _OBJECTIVES
+    parts = []
+    for k in _OBJECTIVES["minimize"]:
+        d = (better[k] or 0) - (row[k] or 0)
+        parts.append(f"the same {k}" if d == 0 else f"{abs(d)} {'fewer' if d < 0 else 'more'} "
+                     f"{k}")
+    for k in _OBJECTIVES["maximize"]:
+        a, b = better[k] or 0, row[k] or 0
+        parts.append(f"{(a / b - 1):+.0%} {k}" if b else f"{k} {a}")
+    return "needs " + ", ".join(parts[:-1]) + " and gives " + parts[-1]
 
 
 def _name(point: dict) -> str:

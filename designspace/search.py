@@ -29,7 +29,7 @@ def nsga2_points(space: Space, grid: list, *, cache: Cache, runner, log: Callabl
             from None
     from .model import ScreeningModel
     from .space import point_config
-    from .sweep import _cycles_desc, _samples, _stage, cycles_task
+    from .sweep import SweepResult, _cycles_cost, _cycles_desc, _Job, _samples, _stage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     valid = {tuple(p.values()) for p in grid}
@@ -38,7 +38,7 @@ def nsga2_points(space: Space, grid: list, *, cache: Cache, runner, log: Callabl
     study = optuna.create_study(directions=["minimize", "minimize", "minimize"],
                                 sampler=optuna.samplers.NSGAIISampler(seed=space.seed))
     visited: dict = {}
-    counts: dict = {}
+    scratch = SweepResult(space)        # the search's own task counts, not reported
     done = 0
     while done < space.trials:
         trials, points = [], []
@@ -49,9 +49,10 @@ def nsga2_points(space: Space, grid: list, *, cache: Cache, runner, log: Callabl
             trials.append(t)
             points.append(p if p is not None and validate(p) is None
                           and tuple(p.values()) in valid else None)
-        jobs = [(_cycles_desc(p, w, space), (p, w, space.spatial_div, space.seed))
+        jobs = [_Job(_cycles_desc(p, w, space), "cycles", (p, w, space.spatial_div, space.seed),
+                     _cycles_cost(p, w, space))
                 for p in points if p is not None for w in space.workloads]
-        got = _stage(space, runner, cache, cycles_task, jobs, "search", False, counts)
+        got = _stage(runner, cache, jobs, "search", False, scratch)
         for t, p in zip(trials, points):
             if p is None:
                 study.tell(t, state=optuna.trial.TrialState.PRUNED)

@@ -25,7 +25,8 @@ from isa.errors import RejectedError, Unavailable
 
 from .devices import Device
 
-__all__ = ["SynthesisError", "ToolMissing", "synthesize", "place_and_route", "resources",
+__all__ = ["SynthesisError", "ToolMissing", "synthesize", "finished_synthesis",
+           "place_and_route", "resources",
            "tool_versions", "tool_path", "TOP", "YOSYS_SCRIPT", "NEXTPNR_OPTIONS"]
 
 TOP = "vta_core"
@@ -34,6 +35,8 @@ TOP = "vta_core"
 YOSYS_SCRIPT = ("read_verilog -sv core.v\n"
                 f"synth_ecp5 -top {TOP} -json core.json\n"
                 "tee -q -o stat.json stat -json\n")
+#: The record :func:`synthesize` leaves beside a finished netlist.
+_DONE = "synth-done.json"
 NEXTPNR_OPTIONS = ("--out-of-context", "--timing-allow-fail", "--threads", "1")
 
 
@@ -96,6 +99,7 @@ def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) 
 
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
+    (work / _DONE).unlink(missing_ok=True)         # the netlist is about to change
     (work / "core.v").write_text(core_verilog(cfg, TOP))
     (work / "synth.ys").write_text(YOSYS_SCRIPT)
     start = time.monotonic()
@@ -108,7 +112,26 @@ def synthesize(cfg: VTAConfig, workdir: "str | Path", *, timeout: float = 3600) 
     except (OSError, ValueError, KeyError) as exc:
         raise SynthesisError(f"Yosys wrote no readable statistics for {cfg.key}: {exc}") from None
     cells = {k: int(v) for k, v in cells.items() if not k.startswith("$scopeinfo")}
-    return {"cells": cells, "seconds": round(seconds, 1)}
+    result = {"cells": cells, "seconds": round(seconds, 1)}
+    # Written last: its presence says core.json is a whole netlist of these tools and script.
+    from isa.safeio import atomic_output
+    with atomic_output(work / _DONE, what="synthesis record", mode="w") as fh:
+        json.dump({"tools": tool_versions(), "script": YOSYS_SCRIPT, "result": result}, fh)
+    return result
+
+
+def finished_synthesis(workdir: "str | Path") -> "dict | None":
+    """The result of the synthesis whose netlist is in ``workdir``, if it finished with the
+    tools and script of today (so :func:`place_and_route` may use it); None otherwise."""
+    work = Path(workdir)
+    try:
+        done = json.loads((work / _DONE).read_text())
+    except (OSError, ValueError):
+        return None
+    if (done.get("tools") != tool_versions() or done.get("script") != YOSYS_SCRIPT
+            or not (work / "core.json").is_file()):
+        return None
+    return done.get("result")
 
 
 def place_and_route(workdir: "str | Path", device: Device, target_mhz: float, *,

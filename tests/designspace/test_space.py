@@ -116,10 +116,11 @@ def test_shipped_small_space_expands():
     space = load_space(Path(__file__).resolve().parents[2] / "designspace" / "spaces"
                        / "small.toml")
     exp = expand(space)
-    assert len(exp.points) == 9 and not exp.rejected
+    assert len(exp.points) == 10 and not exp.rejected
     assert {p["LOG_BLOCK_IN"] for p in exp.points} == {1, 2, 3, 4}
-    # The included configuration is there as it is, with its own target clock.
+    # The included configurations are there as they are, with their own target clocks.
     assert dict(space.include)["ecp5-small"] in exp.points
+    assert dict(space.include)["ecp5-large"] in exp.points
 
 
 def test_include_adds_whole_configurations_once(tmp_path):

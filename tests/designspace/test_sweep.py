@@ -131,3 +131,15 @@ def test_nsga2_search_visits_valid_grid_points(space_file, tmp_path):
     assert grid <= {(0 + 2 + d, lat) for d in (7, 8) for lat in (4, 16)}
     assert all(r["cycles_resnet18.layer3.proj"] > 0 for r in result.rows)
     assert any("NSGA-II: 3 trials" in m for m in logs)
+
+
+def test_a_failed_cache_write_leaves_nothing(tmp_path):
+    cache = Cache(tmp_path / "c")
+    desc = {"kind": "cycles", "point": {"LOG_BATCH": 0}}
+    with pytest.raises(TypeError):
+        cache.put(desc, {"cycles": object()})      # not JSON: fails half-way through the dump
+    assert [p for p in (tmp_path / "c").rglob("*") if p.is_file()] == []
+    assert cache.get(desc) is None
+    cache.put(desc, {"cycles": 12})
+    assert cache.get(desc) == {"cycles": 12}
+    assert cache.entries("cycles") == [(desc, {"cycles": 12})]
