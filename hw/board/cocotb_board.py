@@ -12,7 +12,7 @@ from cocotb.clock import Clock
 from cocotb.task import bridge, resume
 from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
 
-from driver.backends.base import DeviceError
+from driver.backends.base import DeviceError, DeviceTimeout
 from driver.backends.board import BoardBackend
 from driver.backends.seriallink import SerialLink
 from isa.image import load_image
@@ -86,16 +86,34 @@ class SimSerialPort:
                 self.incoming.append(byte)
 
 
-def run_job(port, image, timeout):
+def run_outcome(backend, image, timeout) -> dict:
+    """``backend.run(image)`` as arrays for an npz: ``dram``, ``cycles`` and the counters, or
+    for a DeviceError ``error`` (its message), ``timeout`` (1 for a DeviceTimeout), ``code``
+    and ``index`` (-1 when absent). Shared with the FPGA shell's bench."""
     try:
-        link = SerialLink(port, name="the simulated serial line", timeout=timeout)
-        result = BoardBackend(link).run(image, timeout=timeout)
+        result = backend.run(image, timeout=timeout)
     except DeviceError as exc:
-        return {"error": np.str_(str(exc)),
+        return {"error": np.str_(str(exc)), "timeout": np.int64(isinstance(exc, DeviceTimeout)),
                 "code": np.int64(-1 if exc.code is None else int(exc.code)),
                 "index": np.int64(-1 if exc.index is None else exc.index)}
     return {"dram": result.dram, "cycles": np.int64(result.cycles),
             **{name: np.int64(value) for name, value in result.counters.items()}}
+
+
+async def reset(dut, clock_ns=CLOCK_NS):
+    """Start ``dut.clk`` and hold ``dut.rst`` for four cycles, then wait two."""
+    cocotb.start_soon(Clock(dut.clk, clock_ns, unit="ns").start())
+    dut.rst.value = 1
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+
+
+def run_job(port, image, timeout):
+    link = SerialLink(port, name="the simulated serial line", timeout=timeout)
+    return run_outcome(BoardBackend(link), image, timeout)
 
 
 @cocotb.test()
@@ -103,14 +121,8 @@ async def run_jobs(dut):
     with open(os.environ["VTA_BOARD_SIM_JOBS"]) as fh:
         jobs = json.load(fh)
     divisor = int(os.environ["VTA_BOARD_SIM_DIVISOR"])
-    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
     dut.rx.value = 1
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
+    await reset(dut)
     port = SimSerialPort(dut, divisor)
     cocotb.start_soon(port.send_loop())
     cocotb.start_soon(port.receive_loop())
