@@ -18,6 +18,8 @@ from driver.backends.seriallink import SerialLink
 from isa.image import load_image
 
 CLOCK_NS = 10
+#: Bound on the wait for the SDRAM's initialisation (100 µs at 100 MHz and LiteDRAM's delays).
+SDRAM_INIT_CYCLES = 100_000
 
 
 class SimSerialPort:
@@ -123,9 +125,22 @@ async def run_jobs(dut):
     divisor = int(os.environ["VTA_BOARD_SIM_DIVISOR"])
     dut.rx.value = 1
     await reset(dut)
+    sdram = bool(os.environ.get("VTA_BOARD_SIM_SDRAM"))
+    if sdram:
+        # the host starts once the SDRAM is initialised (100 µs), as a person at a board does
+        for _ in range(SDRAM_INIT_CYCLES):
+            if int(dut.mem_ready.value):
+                break
+            await RisingEdge(dut.clk)
+        assert int(dut.mem_ready.value), f"the SDRAM is not ready {SDRAM_INIT_CYCLES} cycles " \
+                                         f"after reset"
     port = SimSerialPort(dut, divisor)
     cocotb.start_soon(port.send_loop())
     cocotb.start_soon(port.receive_loop())
     for job in jobs:
         out = await bridge(run_job)(port, load_image(job["image"]), job["timeout"])
+        if sdram:
+            # the chip model's first broken rule, if any (it latches)
+            out["sdram_violation"] = np.int64(int(dut.violation.value))
+            out["sdram_violation_cycle"] = np.int64(int(dut.violation_cycle.value))
         np.savez(job["out"], **out)
