@@ -90,3 +90,23 @@ def test_compiled_digits_cnn_runs_on_the_sdram_board(tmp_path, capsys):
         np.testing.assert_array_equal(got, functional[0])
         np.testing.assert_array_equal(got, Interpreter(q.mod).run_main(x))
     assert "cycles" in capsys.readouterr().out
+
+
+def test_vta_run_model_takes_the_board_backend_and_its_link(tmp_path, capsys):
+    """`vta run MODEL.vtab --backend board --link sim` (the software board, no RTL) gives the
+    interpreter's outputs; --link without the board backend is bad usage; the board backend
+    without a link says what to give."""
+    from vta.cli import main
+
+    from ..compiler.test_cli import prepare
+
+    _, binary, x, ref, xname = prepare(tmp_path, "requant_chain.rly", config="small")
+    run = ["run", str(binary), "--input", f"{xname}={tmp_path / 'x.npy'}", "--out",
+           str(tmp_path / "out.npz")]
+    assert main([*run, "--backend", "board", "--link", "sim"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output_0"], ref)
+    capsys.readouterr()
+    assert main([*run, "--link", "sim"]) == 2
+    assert "--link applies to the board backend only" in capsys.readouterr().err
+    assert main([*run, "--backend", "board"]) != 0
+    assert "board-sim" in capsys.readouterr().err
