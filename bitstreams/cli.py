@@ -91,6 +91,9 @@ def bitstream_command(args) -> int:
 
 
 def _bitstream(args) -> int:
+    from hw.board.ulx3s import SDRAM_BYTES
+    from isa.errors import Unavailable
+
     from .boards import get_board
     from .build import build_bitstream
     from .progress import Progress
@@ -103,13 +106,16 @@ def _bitstream(args) -> int:
             if kib <= 0 or kib & (kib - 1):
                 raise UsageError(f"--dram-kib {kib} must be a positive power of two")
             mem = kib << 10
+        if args.memory == "sdram" and mem is not None and mem > SDRAM_BYTES:
+            raise UsageError(f"--dram-kib {args.dram_kib}: the board's SDRAM has "
+                             f"{SDRAM_BYTES >> 10} KiB")
         report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
                                  progress=Progress(enabled=not args.quiet), memory=args.memory)
     except FitError as exc:
         return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
     except UsageError as exc:
         return _fail("bitstream", str(exc), EXIT_USAGE)
-    except BitstreamError as exc:
+    except (BitstreamError, Unavailable) as exc:
         return _fail("bitstream", str(exc), EXIT_TOOL)
     from .report import summary_text
     print(summary_text(report), end="")

@@ -56,12 +56,13 @@ class SdramGeometry:
 
 
 def _require():
+    from isa.errors import Unavailable
     try:
         import litedram  # noqa: F401
         import migen  # noqa: F401
     except ImportError as exc:
-        raise RuntimeError(f"the SDRAM board design needs LiteDRAM ({exc}); install the "
-                           f"'sdram' extra: pip install -e '.[sdram]'") from None
+        raise Unavailable(f"the SDRAM board design needs LiteDRAM ({exc}); install the "
+                          f"'sdram' extra: pip install -e '.[sdram]'") from None
 
 
 def _build(module_name: str, clk_hz: float, data_width: int):

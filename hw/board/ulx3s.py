@@ -1,5 +1,6 @@
 """The ULX3S top: 25 MHz crystal → ECP5 PLL → the core's clock; the FT231X serial port as the
-host link; LEDs 0–2 show running, done, error; the DRAM on chip or on the 32 MB SDRAM.
+host link; LEDs 0–2 show running, done, error; the DRAM on chip or on the 32 MB SDRAM (LED 3:
+the SDRAM is initialised).
 
 With the SDRAM, LiteDRAM's PHY registers every pad on the core clock's rising edge and the
 chip's clock pin is the inverted core clock (a DDR output register), so the chip samples each
@@ -68,6 +69,7 @@ class Ulx3sTop(Elaboratable):
                                           clock_hz=round(self.clk_hz), memory=self.memory)
         if self.memory == "sdram":
             self._sdram_pins(m, platform, soc.sdram)
+            m.d.comb += platform.request("led", 3).o.eq(soc.mem_ready)
         uart = platform.request("uart", 0)
         m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
         for i in range(3):
