@@ -14,7 +14,7 @@ from isa.errors import ErrorCode
 
 from .alu import TensorAlu
 from .dma import TensorLoader
-from .extent import mem_range_errors
+from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
 from .gemm import GemmCore
 from .modcommon import module_members, mux_ports, raise_error
@@ -136,13 +136,11 @@ class ComputeModule(wiring.Component):
         m.d.comb += [self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
                      self.out_wen.eq(acc_w.en)]
 
-        # Range checks of the LOADs at the head.
-        checks = {}
-        for mt, eb, depth in ((MemType.UOP, cfg.uop_elem_bytes, cfg.uop_depth),
-                              (MemType.ACC, cfg.acc_elem_bytes, cfg.acc_depth),
-                              (MemType.ACC_8BIT, acc8_bytes, cfg.acc_depth)):
-            checks[mt] = mem_range_errors(m, head, elem_bytes=eb, depth=depth,
-                                          dram_size=self.dram_size, padded=True)
+        # Range checks of the LOADs at the head (pipelined while the entry sits there).
+        checks = mem_range_checks(m, head, dram_size=self.dram_size, padded=True, kinds={
+            MemType.UOP: (cfg.uop_elem_bytes, cfg.uop_depth),
+            MemType.ACC: (cfg.acc_elem_bytes, cfg.acc_depth),
+            MemType.ACC_8BIT: (acc8_bytes, cfg.acc_depth)})
 
         with m.FSM():
             with m.State("IDLE"):

@@ -11,7 +11,7 @@ from isa.encoding import MemType
 from isa.errors import ErrorCode
 
 from .dma import TensorLoader
-from .extent import mem_range_errors
+from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
 from .modcommon import module_members, mux_ports, raise_error
 
@@ -22,7 +22,8 @@ class LoadModule(wiring.Component):
     """Executes the load queue in order, one instruction at a time.
 
     Cycle *s* (IDLE, head visible, tokens present): the instruction starts — its queue entry and
-    its g2l token (``pop_next``) are popped, the range checks run, and for ``x_size ≥ 1`` the
+    its g2l token (``pop_next``) are popped, the range checks (computed in the cycles the entry
+    sat at the queue's head, ``hw.extent``) decide, and for ``x_size ≥ 1`` the
     INP or WGT :class:`~hw.dma.TensorLoader` is started. *s* + 1 …: EXEC until the loader's
     ``busy`` is low; then one RETIRE cycle pushes l2g (``push_next``); IDLE follows.
     A no-op (``x_size == 0``) is START, RETIRE: two cycles. Range errors are raised in the
@@ -65,12 +66,11 @@ class LoadModule(wiring.Component):
         ]
         mux_ports(m, self.port, [(sel_inp, inp.port), (~sel_inp, wgt.port)])
 
-        inp_sram_bad, inp_dram_bad = mem_range_errors(
-            m, head, elem_bytes=cfg.inp_elem_bytes, depth=cfg.inp_depth,
-            dram_size=self.dram_size, padded=True)
-        wgt_sram_bad, wgt_dram_bad = mem_range_errors(
-            m, head, elem_bytes=cfg.wgt_elem_bytes, depth=cfg.wgt_depth,
-            dram_size=self.dram_size, padded=True)
+        checks = mem_range_checks(m, head, dram_size=self.dram_size, padded=True, kinds={
+            MemType.INP: (cfg.inp_elem_bytes, cfg.inp_depth),
+            MemType.WGT: (cfg.wgt_elem_bytes, cfg.wgt_depth)})
+        inp_sram_bad, inp_dram_bad = checks[MemType.INP]
+        wgt_sram_bad, wgt_dram_bad = checks[MemType.WGT]
         sram_bad = Signal()
         dram_bad = Signal()
         m.d.comb += [sram_bad.eq(Mux(is_inp, inp_sram_bad, wgt_sram_bad)),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import HEAD_SETTLE
 from isa.arch import TOKEN_QUEUES  # (name, producer, consumer), in the hardware's order
 from isa.config import VTAConfig
 
@@ -20,9 +21,13 @@ class CommandQueue(wiring.Component):
     """A FIFO of ``cfg.cmd_queue_depth`` (instruction, index) entries.
 
     Capacity exactly ``cfg.cmd_queue_depth``. An entry written in cycle *t* (``w_en & w_rdy``)
-    into an empty queue is at the head (``r_rdy``) from cycle *t* + 2; a read (``r_en``) in cycle
-    *t* shows the next entry, if any, from cycle *t* + 1. ``level`` counts every entry written and
-    not yet read (including one not yet at the head); one read and one write per cycle.
+    into an empty queue reaches the FIFO's head in *t* + 2; a read (``r_en``) in cycle *t*
+    brings the next entry, if any, there in *t* + 1. The module sees an entry (``r_rdy``,
+    ``r_data``) only after it has sat at the head for ``HEAD_SETTLE`` cycles: ``r_data`` is a
+    register behind the FIFO's memory, and the module's pipelined checks of that entry
+    (``hw.extent``) have settled by then. So *t* + 2 + HEAD_SETTLE, resp. *t* + 1 + HEAD_SETTLE.
+    ``level`` counts every entry written and not yet read (including one not yet at the head);
+    one read and one write per cycle.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -40,9 +45,18 @@ class CommandQueue(wiring.Component):
                                                     depth=self._depth)
         m.d.comb += [
             fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en), self.w_rdy.eq(fifo.w_rdy),
-            self.r_data.eq(fifo.r_data), fifo.r_en.eq(self.r_en), self.r_rdy.eq(fifo.r_rdy),
-            self.level.eq(fifo.level),
+            fifo.r_en.eq(self.r_en), self.level.eq(fifo.level),
         ]
+        # The FIFO's output holds while it is not read: ``settled`` shifts in "the same entry
+        # as last cycle", and the head register copies it, so r_data equals it once settled.
+        stay = Signal()
+        m.d.comb += stay.eq(fifo.r_rdy & ~self.r_en)
+        settled = Signal(HEAD_SETTLE)
+        m.d.sync += settled.eq(Cat(stay, settled[:-1] & stay.replicate(HEAD_SETTLE - 1))
+                               if HEAD_SETTLE > 1 else stay)
+        head = Signal(queue_entry())
+        m.d.sync += head.eq(fifo.r_data)
+        m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(fifo.r_rdy & settled[-1])]
         return m
 
 

@@ -10,7 +10,7 @@ from isa.config import VTAConfig
 from isa.errors import ErrorCode
 
 from .dma import DmaWriter, _log2
-from .extent import mem_range_errors
+from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
 from .modcommon import module_members, raise_error
 
@@ -21,7 +21,8 @@ class StoreModule(wiring.Component):
     """Executes the store queue in order, one instruction at a time.
 
     Cycle *s* (IDLE, head visible, g2s token present if ``pop_prev``): start — queue entry and
-    token popped, range checks run (SRAM before DRAM; fetch checked the fields), and (checks
+    token popped, the range checks (pipelined while the entry sat at the queue's head) decide
+    (SRAM before DRAM; fetch checked the fields), and (checks
     passed, ``x_size, y_size ≥ 1``) the :class:`~hw.dma.DmaWriter` is started for ``y_size``
     rows of ``x_size`` OUT elements (row *y* at DRAM element ``dram_base + y · x_stride``) and
     the OUT-buffer reader for the ``y_size · x_size`` dense elements from ``sram_base``. WAIT
@@ -61,8 +62,8 @@ class StoreModule(wiring.Component):
             writer.addr.eq(head.dram_base << _log2(eb)), writer.count.eq(head.x_size),
             writer.rows.eq(head.y_size), writer.stride.eq(head.x_stride << _log2(eb)),
         ]
-        sram_bad, dram_bad = mem_range_errors(m, head, elem_bytes=eb, depth=cfg.acc_depth,
-                                              dram_size=self.dram_size, padded=False)
+        sram_bad, dram_bad = mem_range_checks(m, head, dram_size=self.dram_size, padded=False,
+                                              kinds={"out": (eb, cfg.acc_depth)})["out"]
 
         row_start = Signal()
         with m.If(row_start):

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["Opcode", "MemType", "AluOp", "STAGES", "STAGE_NUMBERS", "TOKEN_QUEUES", "QUEUES",
            "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "queue_between", "pop_flag", "push_flag",
            "MODULE_OF", "LOAD_STAGE_MEMTYPES", "stage_of_load", "module_of", "elem_bytes",
-           "GEMM_LATENCY", "ALU_LATENCY", "COUNTERS", "FUNCTIONAL_COUNTERS"]
+           "GEMM_LATENCY", "ALU_LATENCY", "RANGE_CHECK_STAGES", "HEAD_SETTLE", "COUNTERS",
+           "FUNCTIONAL_COUNTERS"]
 
 
 class Opcode(IntEnum):
@@ -135,6 +136,13 @@ GEMM_LATENCY = 5
 #: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes and write (the multiply
 #: gets a cycle of its own after the SRAM read).
 ALU_LATENCY = 4
+
+#: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
+#: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).
+RANGE_CHECK_STAGES = 3
+#: Cycles an entry sits at the head of its command queue before the module sees it
+#: (``hw/queues.py``): the head register, then the range-check stages.
+HEAD_SETTLE = 1 + RANGE_CHECK_STAGES
 
 #: The original functional simulator's profiler counters (reference §5.7).
 FUNCTIONAL_COUNTERS = ("gemm_counter", "alu_counter", "inp_load_nbytes", "wgt_load_nbytes",

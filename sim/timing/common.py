@@ -10,7 +10,7 @@ IDLE = 0
 
 
 def range_error(f: dict, *, elem_bytes: int, depth: int, dram_size: int, padded: bool) -> int:
-    """``hw.extent.mem_range_errors``: SRAM_RANGE before DRAM_RANGE, or 0 (needs x_size ≥ 1)."""
+    """``hw.extent.mem_range_checks``: SRAM_RANGE before DRAM_RANGE, or 0 (needs x_size ≥ 1)."""
     if padded:
         rows, row_len = f["rows"], f["row_len"]
     else:

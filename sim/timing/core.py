@@ -96,9 +96,9 @@ class Core:
                    (len(lq.inner) != lq.inner_depth, len(cq.inner) != cq.inner_depth,
                     len(sq.inner) != sq.inner_depth), self.dram_size)
         failed = self.fetch_err or self.core_err or (self.mod_err and fetch.quiet)
-        load.comb(t, lq.head_valid, lq.head, halt_modules, count[1] != 0)
-        compute.comb(t, cq.head_valid, cq.head, halt_modules, count[0] != 0, count[3] != 0)
-        store.comb(t, sq.head_valid, sq.head, halt_modules, count[2] != 0)
+        load.comb(t, lq.ready, lq.head, halt_modules, count[1] != 0)
+        compute.comb(t, cq.ready, cq.head, halt_modules, count[0] != 0, count[3] != 0)
+        store.comb(t, sq.ready, sq.head, halt_modules, count[2] != 0)
 
         # Tokens: l2g 0, g2l 1, g2s 2, s2g 3.
         if load.pop or compute.pop or store.pop:
@@ -274,8 +274,8 @@ def _snapshot(self) -> tuple:
             cr.lane, cr.left,
             st.fsm, st.index, st.left, st.valid, w.iw.left, w.active, w.pending, w.ahead, w.beat,
             w.sub, w.lane, w.left,
-            len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid, len(sq.inner),
-            sq.head_valid, *self.tokens.count)
+            len(lq.inner), lq.head_valid, lq.age, len(cq.inner), cq.head_valid, cq.age,
+            len(sq.inner), sq.head_valid, sq.age, *self.tokens.count)
 
 
 def _next_event(self, t: int) -> int:

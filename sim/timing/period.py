@@ -98,7 +98,7 @@ class PeriodSkipper:
                st.fsm, st.index, st.valid, w.active, w.sub, w.lane,
                w.iw.cur % mb, w.dw.cur % mb]
         for q in core.queues:
-            key += (len(q.inner), q.head_valid, q.head[0] if q.head is not None else None,
+            key += (len(q.inner), q.head_valid, q.age, q.head[0] if q.head is not None else None,
                     q.inner[0][0] if q.inner else None)
         for ld in self.loaders:
             r = ld.reader

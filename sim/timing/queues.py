@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from isa.arch import HEAD_SETTLE
 from isa.arch import TOKEN_QUEUES  # (name, producer, consumer), in the hardware's order
 from isa.config import VTAConfig
 
@@ -14,17 +15,25 @@ __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 class CommandQueue:
     """``hw.queues.CommandQueue`` (Amaranth's ``SyncFIFOBuffered``): capacity
     ``cmd_queue_depth``; an entry written in *t* into an empty queue is at the head from
-    *t* + 2; a read in *t* shows the next entry from *t* + 1; ``level`` counts every entry
-    written and not yet read. Internally: a FIFO of depth − 1 and an output register.
+    *t* + 2; a read in *t* brings the next entry there in *t* + 1; the module sees it
+    (:attr:`ready`) after ``HEAD_SETTLE`` cycles at the head (head register and range-check
+    stages); ``level`` counts every entry written and not yet read. Internally: a FIFO of
+    depth − 1 and an output register.
     """
 
-    __slots__ = ("inner_depth", "inner", "head", "head_valid")
+    __slots__ = ("inner_depth", "inner", "head", "head_valid", "age")
 
     def __init__(self, cfg: VTAConfig):
         self.inner_depth = cfg.cmd_queue_depth - 1
         self.inner = deque()
         self.head = None          # the output register: (index, decoded instruction)
         self.head_valid = False
+        self.age = 0              # cycles the head has stayed unread (saturates at HEAD_SETTLE)
+
+    @property
+    def ready(self) -> bool:
+        """The module sees the head (``hw.queues.CommandQueue.r_rdy``)."""
+        return self.head_valid and self.age == HEAD_SETTLE
 
     @property
     def w_rdy(self) -> bool:
@@ -40,8 +49,12 @@ class CommandQueue:
         if inner and (not self.head_valid or r_en):
             self.head = inner.popleft()
             self.head_valid = True
+            self.age = 0
         elif r_en:
             self.head_valid = False
+            self.age = 0
+        elif self.head_valid and self.age != HEAD_SETTLE:
+            self.age += 1
         if write:
             inner.append(entry)
 
