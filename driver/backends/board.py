@@ -47,6 +47,8 @@ ERROR_FIELDS = {
 }
 #: The ``link`` that runs images on the Verilator simulation of the whole board design.
 BOARD_SIM = "board-sim"
+#: Wall-clock bound on one image's run on ``board-sim`` when the caller gives none.
+BOARD_SIM_TIMEOUT_S = 1800.0
 # The counters a timeout diagnosis compares.
 PROGRESS_COUNTERS = tuple(n for n in COUNTERS if n.endswith(("_busy", "_stall")))
 
@@ -154,8 +156,9 @@ class BoardBackend(Backend):
             raise BackendUnavailable(f"link {BOARD_SIM!r} needs the hardware tools: {exc}") \
                 from None
         try:
+            # a simulated second lasts minutes of wall-clock time: its own default bound
             (r,) = run_on_board_sim([image], mem_bytes=BOARD_SIM_BYTES, memory="sdram",
-                                    timeout=self.default_timeout if timeout is None else timeout)
+                                    timeout=BOARD_SIM_TIMEOUT_S if timeout is None else timeout)
         except ToolchainError as exc:
             raise BackendUnavailable(f"link {BOARD_SIM!r}: {exc}") from None
         if int(r.get("sdram_violation", 0)):
