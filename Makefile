@@ -4,7 +4,7 @@
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
 #   make sweep [SPACE=]      the design-space sweep (designspace/spaces/small.toml) -> build/sweep
-#   make bitstream [BOARD= CONFIG=]  an FPGA bitstream and its report in bitstreams/
+#   make bitstream [BOARD= CONFIG= MEMORY=onchip|sdram]  a bitstream and its report in bitstreams/
 #   make fuzz [SCALE=20]     a long fuzz campaign of every command (lists all failures)
 SHELL := /bin/bash
 PY ?= python3
@@ -13,6 +13,7 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CONFIG ?= default
 BOARD ?= ulx3s-85f
+MEMORY ?= onchip
 SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
@@ -30,7 +31,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PYTHON) || $(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep,fpga,board,onnx,torch,digits]"
+	$(PYTHON) -m pip install --quiet -e ".[test,rtl,plot,sweep,fpga,board,sdram,onnx,torch,digits]"
 	@touch $@
 
 venv: $(STAMP)
@@ -49,7 +50,7 @@ sweep: $(STAMP)
 
 # CONFIG defaults to the core's default, which does not fit an ECP5: ecp5-small or ecp5-large.
 bitstream: $(STAMP)
-	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG))
+	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG)) --memory $(MEMORY)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

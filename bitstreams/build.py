@@ -33,8 +33,11 @@ BITSTREAMS_DIR = Path(__file__).resolve().parent
 TOOL_TIMEOUT_S = 4 * 3600
 
 
-def output_dir(board: Board, cfg: VTAConfig, root: Path | None = None) -> Path:
-    return (root or BITSTREAMS_DIR) / f"{board.name}-{cfg.name}"
+def output_dir(board: Board, cfg: VTAConfig, root: Path | None = None, *,
+               memory: str = "onchip") -> Path:
+    """bitstreams/<board>-<config> (on-chip DRAM) or bitstreams/<board>-<config>-sdram."""
+    suffix = "" if memory == "onchip" else f"-{memory}"
+    return (root or BITSTREAMS_DIR) / f"{board.name}-{cfg.name}{suffix}"
 
 
 def _run(tool: str, cmd: list, cwd: Path, log: Path, follow: Path, env: dict,
@@ -75,28 +78,30 @@ def _run(tool: str, cmd: list, cwd: Path, log: Path, follow: Path, env: dict,
 
 def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, seed: int = 1,
                     mem_bytes: int | None = None, progress: Progress | None = None,
-                    timeout: float = TOOL_TIMEOUT_S, synth_only: bool = False) -> dict:
+                    timeout: float = TOOL_TIMEOUT_S, synth_only: bool = False,
+                    memory: str = "onchip") -> dict:
     """Build the bitstream of ``cfg`` for ``board``; returns the report (also written).
 
-    ``synth_only`` stops after the synthesis fit check and returns the synthesis estimate
-    (``{"synthesis_estimate": {...}}``) without writing a report."""
-    from hw.board.ulx3s import DEFAULT_MEM_BYTES, Ulx3sTop
+    ``memory`` is the DRAM variant, ``"onchip"`` (block RAM, ``mem_bytes``) or ``"sdram"``
+    (LiteDRAM on the board's SDRAM). ``synth_only`` stops after the synthesis fit check and
+    returns the synthesis estimate (``{"synthesis_estimate": {...}}``) without writing a
+    report."""
+    from hw.board.ulx3s import Ulx3sTop
 
     progress = progress or Progress(enabled=False)
-    mem_bytes = mem_bytes or DEFAULT_MEM_BYTES
-    folder = out or output_dir(board, cfg)
+    folder = out or output_dir(board, cfg, memory=memory)
     work = folder / "build"
     t0 = time.monotonic()
 
+    progress.start("elaborate (Amaranth)")
+    top = Ulx3sTop(cfg, mem_bytes=mem_bytes, memory=memory)
     progress.start("fit check (estimate from the configuration)")
-    mem_shape = (mem_bytes * 8 // cfg.bus_width, cfg.bus_width)
-    check_fit(config_estimate(cfg, [mem_shape]), board,
+    mems = [] if memory == "sdram" else [(top.mem_bytes * 8 // cfg.bus_width, cfg.bus_width)]
+    check_fit(config_estimate(cfg, mems), board,
               "estimate from the configuration: lower bounds before synthesis")
 
     env = tool_env()
     versions = tool_versions()
-    progress.start("elaborate (Amaranth)")
-    top = Ulx3sTop(cfg, mem_bytes=mem_bytes)
     platform = board.make_platform()
     if work.exists():
         shutil.rmtree(work)

@@ -29,20 +29,25 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default=DEFAULT_CONFIG,
                    help=f"a shipped configuration name or a JSON file (default: "
                         f"{DEFAULT_CONFIG}; ecp5-large is the largest that fits the 85F)")
+    p.add_argument("--memory", choices=("onchip", "sdram"), default="onchip",
+                   help="the core's DRAM: 'onchip' block RAM (the bring-up variant, default) or "
+                        "'sdram', the board's 32 MB SDRAM through LiteDRAM (needs the 'sdram' "
+                        "extra); an SDRAM build lives in bitstreams/<board>-<config>-sdram")
 
 
 def register(subparsers) -> None:
     b = subparsers.add_parser(
         "bitstream", help="build an FPGA bitstream of the VTA board design (Yosys, nextpnr)",
-        description="Build the board design (VTA core, on-chip DRAM, UART host link) for a "
-                    "board with YoWASP's Yosys, nextpnr-ecp5 and ecppack, into "
+        description="Build the board design (VTA core, DRAM on chip or in SDRAM, UART host "
+                    "link) for a board with YoWASP's Yosys, nextpnr-ecp5 and ecppack, into "
                     "bitstreams/<board>-<config>/ with report.json and report.txt (resources "
                     "against the device, Fmax against the target, seed, tool versions). A "
                     "configuration that cannot fit is refused before place and route.")
     _common(b)
     b.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default 1)")
     b.add_argument("--dram-kib", type=int, default=None,
-                   help="on-chip DRAM in KiB, a power of two (default 64)")
+                   help="DRAM the host and core see, in KiB, a power of two (default: 64 on "
+                        "chip, all 32768 of the SDRAM)")
     b.add_argument("-o", "--out", type=Path, default=None,
                    help="output folder (default: bitstreams/<board>-<config>)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress display")
@@ -86,6 +91,9 @@ def bitstream_command(args) -> int:
 
 
 def _bitstream(args) -> int:
+    from hw.board.ulx3s import SDRAM_BYTES
+    from isa.errors import Unavailable
+
     from .boards import get_board
     from .build import build_bitstream
     from .progress import Progress
@@ -98,13 +106,16 @@ def _bitstream(args) -> int:
             if kib <= 0 or kib & (kib - 1):
                 raise UsageError(f"--dram-kib {kib} must be a positive power of two")
             mem = kib << 10
+        if args.memory == "sdram" and mem is not None and mem > SDRAM_BYTES:
+            raise UsageError(f"--dram-kib {args.dram_kib}: the board's SDRAM has "
+                             f"{SDRAM_BYTES >> 10} KiB")
         report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
-                                 progress=Progress(enabled=not args.quiet))
+                                 progress=Progress(enabled=not args.quiet), memory=args.memory)
     except FitError as exc:
         return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
     except UsageError as exc:
         return _fail("bitstream", str(exc), EXIT_USAGE)
-    except BitstreamError as exc:
+    except (BitstreamError, Unavailable) as exc:
         return _fail("bitstream", str(exc), EXIT_TOOL)
     from .report import summary_text
     print(summary_text(report), end="")
@@ -118,10 +129,12 @@ def program_command(args) -> int:
 
     try:
         board = get_board(args.board)
-        bit = args.bitfile or output_dir(board, _config(args.config)) / f"{NAME}.bit"
+        bit = args.bitfile or (output_dir(board, _config(args.config), memory=args.memory)
+                               / f"{NAME}.bit")
         if not bit.is_file():
             raise UsageError(f"no bitstream at {bit}: build it with `vta bitstream --board "
-                             f"{board.name} --config {args.config}` (make bitstream)")
+                             f"{board.name} --config {args.config} --memory {args.memory}` "
+                             f"(make bitstream)")
         tool = openfpgaloader()
         cmd = [tool, "-b", board.openfpgaloader_board, "-f" if args.flash else "-m", str(bit)]
         try:

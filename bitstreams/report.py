@@ -43,6 +43,11 @@ def critical_paths(pnr: dict) -> list:
     return out
 
 
+#: The report's name of each DRAM variant of the board design.
+VARIANTS = {"onchip": "on-chip DRAM (bring-up)",
+            "sdram": "SDRAM (LiteDRAM GENSDRPHY + controller)"}
+
+
 def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, seed: int,
                 versions: dict, seconds: float) -> dict:
     util = pnr.get("utilization", {})
@@ -58,7 +63,8 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
     return {
         "board": board.name, "device": board.device, "package": board.package,
         "speed_grade": board.speed, "config": {"name": cfg.name, **cfg.to_dict()},
-        "design": {"variant": "on-chip DRAM (bring-up)", "dram_bytes": top.mem_bytes,
+        "design": {"variant": VARIANTS[getattr(top, "memory", "onchip")],
+                   "dram_bytes": top.mem_bytes,
                    "clock_mhz": round(top.clk_hz / 1e6, 4), "baud": top.baud,
                    "uart_divisor": top.divisor},
         "resources": resources,

@@ -241,7 +241,11 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=ARRAY.npy",
                    help="a runtime input of @main and the .npy file holding it (repeatable)")
     p.add_argument("--out", "-o", required=True, metavar="RESULT.npz")
-    p.add_argument("--backend", "-b", default="functional", choices=("functional", "cycle", "rtl"))
+    p.add_argument("--backend", "-b", default="functional",
+                   choices=("functional", "cycle", "rtl", "board"))
+    p.add_argument("--link", default=None,
+                   help="board only: a serial port PORT[@BAUD], 'sim' (the software board) or "
+                        "'board-sim' (the whole board design with SDRAM on Verilator)")
     p.add_argument("--report", metavar="REPORT.json",
                    help="per segment: target, MACs, cycles, GEMM utilisation; whole model: "
                         "cycles and the share of MACs on VTA")
@@ -304,7 +308,11 @@ def _run(args) -> int:
         if str(v.dtype) != t.dtype or tuple(v.shape) != t.shape:
             raise _Usage(f"input {t.name} is {v.dtype}{list(v.shape)} but the model expects "
                          f"{t.dtype}{list(t.shape)}")
-    outputs, report, _ = execute(model, given, args.backend, timeout=args.timeout)
+    if args.link is not None and args.backend != "board":
+        raise _Usage("--link applies to the board backend only")
+    options = {"link": args.link} if args.backend == "board" else None
+    outputs, report, _ = execute(model, given, args.backend, backend_options=options,
+                                 timeout=args.timeout)
     save_npz(args.out, {f"output_{i}": o for i, o in enumerate(outputs)}, compressed=False)
     if args.report:
         with atomic_output(args.report, what="--report", mode="w") as fh:

@@ -46,7 +46,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                         "the busy modules (exit status 4)")
     p.add_argument("--link", default=None,
                    help="board only: the host link, a serial port PORT[@BAUD] (e.g. "
-                        "/dev/ttyUSB0, 3000000 baud by default) or 'sim' (the simulated board)")
+                        "/dev/ttyUSB0, 3000000 baud by default), 'sim' (the software board) or "
+                        "'board-sim' (the whole board design with SDRAM on Verilator, driven "
+                        "over its simulated serial line; slow)")
     p.add_argument("--trace", metavar="FILE.json", default=None,
                    help="cycle only: write a per-module timeline in the Chrome trace format "
                         "(open it in ui.perfetto.dev) and print the utilisation summary")
@@ -93,9 +95,11 @@ def run_command(args: argparse.Namespace) -> int:
                                    ("--waveform", args.waveform, "rtl")):
         if value is not None and args.backend != backend:
             return _fail(f"{option} applies to the {backend} backend only", EXIT_USAGE)
-    if args.link not in (None, "sim") and not os.path.exists(args.link.split("@", 1)[0]):
-        return _fail(f"--link {args.link!r}: no such board link; give 'sim' (the simulated "
-                     f"board) or the serial port of a board", EXIT_USAGE)
+    if args.link not in (None, "sim", "board-sim") and \
+            not os.path.exists(args.link.split("@", 1)[0]):
+        return _fail(f"--link {args.link!r}: no such board link; give 'sim' (the software "
+                     f"board), 'board-sim' (the simulated board design) or the serial port of a "
+                     f"board", EXIT_USAGE)
     try:
         image = load_image(args.image)
     except ImageError as exc:

@@ -2,7 +2,9 @@
 
 Links: :class:`~driver.backends.seriallink.SerialLink` for a real board over its USB serial port
 (``link="/dev/ttyUSB0"`` or ``"PORT@BAUD"``), :class:`~driver.backends.simlink.SimulatedLink`
-for the software board (``link="sim"``), or any object with the :class:`Link` methods.
+for the software board (``link="sim"``), ``link="board-sim"`` for the Verilator simulation of
+the whole board design (SDRAM variant; each image runs this backend over ``SerialLink`` inside
+the simulation, on the simulated serial pins), or any object with the :class:`Link` methods.
 
 The register map is the hardware's, :mod:`isa.registers` (docs/hardware.md §7). The driver
 checks ``ID``, writes the image's DRAM over the link, writes ``INSN_ADDR``, ``INSN_COUNT``,
@@ -31,7 +33,7 @@ from isa.registers import COUNTERS, CSR_ID, counter_offset
 
 from .base import Backend, BackendUnavailable, DeviceError, DeviceTimeout, RunResult
 
-__all__ = ["Link", "BoardBackend", "ERROR_FIELDS", "MODULES", "describe_error",
+__all__ = ["Link", "BoardBackend", "BOARD_SIM", "ERROR_FIELDS", "MODULES", "describe_error",
            "describe_progress"]
 
 # The instruction field each error code points at.
@@ -43,6 +45,10 @@ ERROR_FIELDS = {
     ErrorCode.TOKEN_OVERFLOW: "push flags", ErrorCode.DEADLOCK: "pop flags",
     ErrorCode.MISSING_FINISH: "insn_count",
 }
+#: The ``link`` that runs images on the Verilator simulation of the whole board design.
+BOARD_SIM = "board-sim"
+#: Wall-clock bound on one image's run on ``board-sim`` when the caller gives none.
+BOARD_SIM_TIMEOUT_S = 1800.0
 # The counters a timeout diagnosis compares.
 PROGRESS_COUNTERS = tuple(n for n in COUNTERS if n.endswith(("_busy", "_stall")))
 
@@ -76,21 +82,26 @@ class BoardBackend(Backend):
 
     def __init__(self, link: "Link | str | None" = None, *, poll_interval: float = 0.0,
                  default_timeout: float = 60.0, diagnosis_polls: int = 16):
+        self._board_sim = link == BOARD_SIM
         if link == "sim":
             from .simlink import SimulatedLink
             link = SimulatedLink()
+        elif self._board_sim:
+            link = BOARD_SIM
         elif isinstance(link, str):
             from .seriallink import SerialLink
             link = SerialLink.open(link)
         if link is None:
             raise BackendUnavailable("backend 'board' needs a link to a board: a serial port "
-                                     "(--link /dev/ttyUSB0[@BAUD]) or 'sim' for the "
-                                     "simulated board")
+                                     "(--link /dev/ttyUSB0[@BAUD]), 'sim' for the software "
+                                     f"board or '{BOARD_SIM}' for the simulated board design")
         self.link = link
         self.poll_interval, self.default_timeout = poll_interval, default_timeout
         self.diagnosis_polls = diagnosis_polls
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
+        if self._board_sim:
+            return self._run_board_sim(image, timeout)
         link = self.link
         if image.dram.size > link.dram_bytes:
             raise DeviceError(f"the image's DRAM ({image.dram.size} bytes) is larger than the "
@@ -133,6 +144,35 @@ class BoardBackend(Backend):
         if not getattr(link, "has_cycle_counter", True):
             cycles = None
         return RunResult(dram, self._counters(COUNTERS), cycles, self.name)
+
+    def _run_board_sim(self, image: ProgramImage, timeout: float | None) -> RunResult:
+        """One image on the Verilator simulation of the whole board design (core, LiteDRAM and
+        the SDRAM chip model, UART bridge), run by this same backend over ``SerialLink`` on
+        the simulated serial pins (hw/board/simserial.py)."""
+        try:
+            from hw.board.simserial import BOARD_SIM_BYTES, run_on_board_sim
+            from hw.toolchain import ToolchainError
+        except ImportError as exc:
+            raise BackendUnavailable(f"link {BOARD_SIM!r} needs the hardware tools: {exc}") \
+                from None
+        try:
+            # a simulated second lasts minutes of wall-clock time: its own default bound
+            (r,) = run_on_board_sim([image], mem_bytes=BOARD_SIM_BYTES, memory="sdram",
+                                    timeout=BOARD_SIM_TIMEOUT_S if timeout is None else timeout)
+        except ToolchainError as exc:
+            raise BackendUnavailable(f"link {BOARD_SIM!r}: {exc}") from None
+        if int(r.get("sdram_violation", 0)):
+            from hw.board.sdram_model import Violation
+            raise RuntimeError(f"the board simulation's SDRAM chip saw the controller break "
+                               f"{Violation(int(r['sdram_violation'])).name} at cycle "
+                               f"{int(r['sdram_violation_cycle'])}")
+        if "error" in r:
+            code, index = int(r["code"]), int(r["index"])
+            kind = DeviceTimeout if int(r["timeout"]) else DeviceError
+            raise kind(str(r["error"]), code=ErrorCode(code) if code >= 0 else None,
+                       index=index if index >= 0 else None)
+        counters = {name: int(r[name]) for name in COUNTERS}
+        return RunResult(np.asarray(r["dram"], np.uint8), counters, int(r["cycles"]), self.name)
 
     def _counters(self, names) -> dict:
         return {name: self.link.read_reg(counter_offset(name)) for name in names}

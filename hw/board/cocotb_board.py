@@ -12,12 +12,14 @@ from cocotb.clock import Clock
 from cocotb.task import bridge, resume
 from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
 
-from driver.backends.base import DeviceError
+from driver.backends.base import DeviceError, DeviceTimeout
 from driver.backends.board import BoardBackend
 from driver.backends.seriallink import SerialLink
 from isa.image import load_image
 
 CLOCK_NS = 10
+#: Bound on the wait for the SDRAM's initialisation (100 µs at 100 MHz and LiteDRAM's delays).
+SDRAM_INIT_CYCLES = 100_000
 
 
 class SimSerialPort:
@@ -86,16 +88,34 @@ class SimSerialPort:
                 self.incoming.append(byte)
 
 
-def run_job(port, image, timeout):
+def run_outcome(backend, image, timeout) -> dict:
+    """``backend.run(image)`` as arrays for an npz: ``dram``, ``cycles`` and the counters, or
+    for a DeviceError ``error`` (its message), ``timeout`` (1 for a DeviceTimeout), ``code``
+    and ``index`` (-1 when absent). Shared with the FPGA shell's bench."""
     try:
-        link = SerialLink(port, name="the simulated serial line", timeout=timeout)
-        result = BoardBackend(link).run(image, timeout=timeout)
+        result = backend.run(image, timeout=timeout)
     except DeviceError as exc:
-        return {"error": np.str_(str(exc)),
+        return {"error": np.str_(str(exc)), "timeout": np.int64(isinstance(exc, DeviceTimeout)),
                 "code": np.int64(-1 if exc.code is None else int(exc.code)),
                 "index": np.int64(-1 if exc.index is None else exc.index)}
     return {"dram": result.dram, "cycles": np.int64(result.cycles),
             **{name: np.int64(value) for name, value in result.counters.items()}}
+
+
+async def reset(dut, clock_ns=CLOCK_NS):
+    """Start ``dut.clk`` and hold ``dut.rst`` for four cycles, then wait two."""
+    cocotb.start_soon(Clock(dut.clk, clock_ns, unit="ns").start())
+    dut.rst.value = 1
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+
+
+def run_job(port, image, timeout):
+    link = SerialLink(port, name="the simulated serial line", timeout=timeout)
+    return run_outcome(BoardBackend(link), image, timeout)
 
 
 @cocotb.test()
@@ -103,17 +123,24 @@ async def run_jobs(dut):
     with open(os.environ["VTA_BOARD_SIM_JOBS"]) as fh:
         jobs = json.load(fh)
     divisor = int(os.environ["VTA_BOARD_SIM_DIVISOR"])
-    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
     dut.rx.value = 1
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
+    await reset(dut)
+    sdram = bool(os.environ.get("VTA_BOARD_SIM_SDRAM"))
+    if sdram:
+        # the host starts once the SDRAM is initialised (100 µs), as a person at a board does
+        for _ in range(SDRAM_INIT_CYCLES):
+            if int(dut.mem_ready.value):
+                break
+            await RisingEdge(dut.clk)
+        assert int(dut.mem_ready.value), f"the SDRAM is not ready {SDRAM_INIT_CYCLES} cycles " \
+                                         f"after reset"
     port = SimSerialPort(dut, divisor)
     cocotb.start_soon(port.send_loop())
     cocotb.start_soon(port.receive_loop())
     for job in jobs:
         out = await bridge(run_job)(port, load_image(job["image"]), job["timeout"])
+        if sdram:
+            # the chip model's first broken rule, if any (it latches)
+            out["sdram_violation"] = np.int64(int(dut.violation.value))
+            out["sdram_violation_cycle"] = np.int64(int(dut.violation_cycle.value))
         np.savez(job["out"], **out)

@@ -19,7 +19,10 @@ from ..csr import ControlRegisters
 from .bridge import UartBridge, WordBusSignature
 from .onchip import OnChipMemory
 
-__all__ = ["WordBusToAxiLite", "BoardSoC"]
+__all__ = ["WordBusToAxiLite", "BoardSoC", "MEMORIES"]
+
+#: The board design's DRAM variants: on-chip block RAM (bring-up) or the board's SDRAM.
+MEMORIES = ("sdram", "onchip")
 
 
 class WordBusToAxiLite(wiring.Component):
@@ -64,18 +67,30 @@ class WordBusToAxiLite(wiring.Component):
 
 
 class BoardSoC(wiring.Component):
-    """The VTA core with ``mem_bytes`` of on-chip DRAM, reached over a serial line.
+    """The VTA core with ``mem_bytes`` of DRAM, reached over a serial line.
 
-    Ports: ``rx``/``tx`` (the serial line at one bit per ``divisor`` cycles), ``leds``
-    (bit 0 running, bit 1 done, bit 2 error). The host's address map is :mod:`isa.hostlink`'s:
-    DRAM from 0, the registers of :mod:`isa.registers` at ``CSR_BASE``.
+    ``memory`` is ``"onchip"`` (block RAM) or ``"sdram"`` (LiteDRAM on the SDRAM chip at the
+    ``sdram`` pins; the host sees its first ``mem_bytes``). Ports: ``rx``/``tx`` (the serial
+    line at one bit per ``divisor`` cycles), ``leds`` (bit 0 running, bit 1 done, bit 2 error).
+    The host's address map is :mod:`isa.hostlink`'s: DRAM from 0, the registers of
+    :mod:`isa.registers` at ``CSR_BASE``.
     """
 
     def __init__(self, cfg: VTAConfig, *, mem_bytes: int, divisor: int, idle_timeout: int,
-                 clock_hz: int = 0):
+                 clock_hz: int = 0, memory: str = "onchip"):
+        if memory not in MEMORIES:
+            raise ValueError(f"board memory {memory!r}: choose from {', '.join(MEMORIES)}")
         self._cfg, self._mem_bytes, self._clock_hz = cfg, mem_bytes, clock_hz
-        self._divisor, self._timeout = divisor, idle_timeout
-        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(3)})
+        self._divisor, self._timeout, self.memory = divisor, idle_timeout, memory
+        ports = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(3)}
+        if memory == "sdram":
+            from .sdram_model import SdramPinsSignature
+            ports["sdram"] = Out(SdramPinsSignature())
+            # high once the SDRAM is initialised (100 µs after reset): the host link answers
+            # memory accesses only then, and its 16-byte receive FIFO cannot hold a host
+            # that writes before (a board is ready long before anyone types a command)
+            ports["mem_ready"] = Out(1)
+        super().__init__(ports)
 
     @property
     def mem_bytes(self) -> int:
@@ -86,7 +101,18 @@ class BoardSoC(wiring.Component):
         cfg = self._cfg
         m.submodules.core = core = VTACore(cfg)
         m.submodules.csr = csr = ControlRegisters(cfg)
-        m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes)
+        if self.memory == "sdram":
+            from .sdram import SdramMemory
+            if not self._clock_hz:
+                raise ValueError("the SDRAM board design needs its clock frequency (clock_hz)")
+            m.submodules.mem = mem = SdramMemory(cfg, self._clock_hz)
+            if self._mem_bytes > mem.geometry.chip_bytes:
+                raise ValueError(f"mem_bytes {self._mem_bytes} exceeds the SDRAM's "
+                                 f"{mem.geometry.chip_bytes} bytes")
+            wiring.connect(m, mem.pins, wiring.flipped(self.sdram))
+            m.d.comb += self.mem_ready.eq(mem.ready)
+        else:
+            m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes)
         m.submodules.bridge = bridge = UartBridge(self._divisor, self._timeout)
         m.submodules.to_csr = to_csr = WordBusToAxiLite()
         wiring.connect(m, core.mem, mem.port)

@@ -1,5 +1,12 @@
 """The ULX3S top: 25 MHz crystal → ECP5 PLL → the core's clock; the FT231X serial port as the
-host link; LEDs 0–2 show running, done, error."""
+host link; LEDs 0–2 show running, done, error; the DRAM on chip or on the 32 MB SDRAM (LED 3:
+the SDRAM is initialised).
+
+With the SDRAM, LiteDRAM's PHY registers every pad on the core clock's rising edge and the
+chip's clock pin is the inverted core clock (a DDR output register), so the chip samples each
+command and write word half a cycle after it is launched, and its read data is captured on the
+rising edge LiteDRAM's read latency expects (the timing the board simulation's chip model,
+clocked on the falling edge, reproduces)."""
 
 from __future__ import annotations
 
@@ -12,11 +19,13 @@ from isa.config import VTAConfig
 from .pll import ecp5_pll, pll_settings
 from .soc import BoardSoC
 
-__all__ = ["Ulx3sTop", "uart_divisor", "CRYSTAL_MHZ", "DEFAULT_MEM_BYTES"]
+__all__ = ["Ulx3sTop", "uart_divisor", "CRYSTAL_MHZ", "DEFAULT_MEM_BYTES", "SDRAM_BYTES"]
 
 CRYSTAL_MHZ = 25.0
 #: On-chip DRAM of the bring-up variant.
 DEFAULT_MEM_BYTES = 64 << 10
+#: The ULX3S's SDRAM, all of it the core's DRAM in the SDRAM variant.
+SDRAM_BYTES = 32 << 20
 #: A baud rate within 2 % of the wanted one is within the 8N1 receiver's tolerance.
 BAUD_TOLERANCE = 0.02
 
@@ -31,11 +40,15 @@ def uart_divisor(clk_hz: float, baud: int) -> int:
 
 
 class Ulx3sTop(Elaboratable):
-    """:class:`BoardSoC` at ``cfg.target_mhz`` (from the PLL) on the ULX3S."""
+    """:class:`BoardSoC` at ``cfg.target_mhz`` (from the PLL) on the ULX3S; ``memory`` is
+    ``"onchip"`` (``mem_bytes`` of block RAM) or ``"sdram"`` (``mem_bytes`` of the SDRAM,
+    all 32 MB by default)."""
 
-    def __init__(self, cfg: VTAConfig, *, mem_bytes: int = DEFAULT_MEM_BYTES,
-                 baud: int = H.DEFAULT_BAUD):
-        self.cfg, self.mem_bytes, self.baud = cfg, mem_bytes, baud
+    def __init__(self, cfg: VTAConfig, *, mem_bytes: int | None = None,
+                 baud: int = H.DEFAULT_BAUD, memory: str = "onchip"):
+        if mem_bytes is None:
+            mem_bytes = SDRAM_BYTES if memory == "sdram" else DEFAULT_MEM_BYTES
+        self.cfg, self.mem_bytes, self.baud, self.memory = cfg, mem_bytes, baud, memory
         self.pll = pll_settings(CRYSTAL_MHZ, cfg.target_mhz)
         self.clk_hz = self.pll.fout_mhz * 1e6
         self.divisor = uart_divisor(self.clk_hz, baud)
@@ -53,9 +66,23 @@ class Ulx3sTop(Elaboratable):
         m.submodules.soc = soc = BoardSoC(self.cfg, mem_bytes=self.mem_bytes,
                                           divisor=self.divisor,
                                           idle_timeout=int(H.IDLE_TIMEOUT_S * self.clk_hz),
-                                          clock_hz=round(self.clk_hz))
+                                          clock_hz=round(self.clk_hz), memory=self.memory)
+        if self.memory == "sdram":
+            self._sdram_pins(m, platform, soc.sdram)
+            m.d.comb += platform.request("led", 3).o.eq(soc.mem_ready)
         uart = platform.request("uart", 0)
         m.d.comb += [soc.rx.eq(uart.rx.i), uart.tx.o.eq(soc.tx)]
         for i in range(3):
             m.d.comb += platform.request("led", i).o.eq(soc.leds[i])
         return m
+
+    @staticmethod
+    def _sdram_pins(m, platform, pins):
+        """The SDRAM pins: the tristate DQ buffer, and the inverted core clock on the chip's
+        clock pin (a DDR register sending 0 then 1 in each cycle)."""
+        sd = platform.request("sdram", 0, xdr={"clk": 2})
+        m.d.comb += [sd.clk.o_clk.eq(ClockSignal("sync")), sd.clk.o0.eq(0), sd.clk.o1.eq(1),
+                     sd.clk_en.o.eq(pins.cke), sd.cs.o.eq(~pins.cs_n), sd.we.o.eq(~pins.we_n),
+                     sd.ras.o.eq(~pins.ras_n), sd.cas.o.eq(~pins.cas_n), sd.ba.o.eq(pins.ba),
+                     sd.a.o.eq(pins.a), sd.dqm.o.eq(pins.dm), sd.dq.o.eq(pins.dq_o),
+                     sd.dq.oe.eq(pins.dq_oe), pins.dq_i.eq(sd.dq.i)]

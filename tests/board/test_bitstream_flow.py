@@ -78,6 +78,9 @@ def test_cli_refusals(capsys, tmp_path):
     assert "does not fit the LFE5U-85F" in capsys.readouterr().err
     assert main(["bitstream", "--config", "no-such-config", "-q"]) == 2
     assert main(["bitstream", "--dram-kib", "48", "-q", "-o", str(tmp_path)]) == 2
+    assert main(["bitstream", "--memory", "sdram", "--dram-kib", "65536", "-q", "-o",
+                 str(tmp_path)]) == 2
+    assert "SDRAM has 32768 KiB" in capsys.readouterr().err
     assert main(["program", "--config", "ecp5-small", str(tmp_path / "none.bit")]) == 2
     assert "no bitstream at" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []                   # nothing partial written

@@ -70,3 +70,30 @@ def test_baud_divisor_at_the_ft231x_maximum():
     assert uart_divisor(100e6, 3_000_000) == 33            # 3.03 Mbaud, 1 % off
     with pytest.raises(ValueError, match="cannot make 3000000 baud"):
         uart_divisor(10e6, 3_000_000)                       # 3.3 cycles per bit
+
+
+def test_sdram_variant_elaborates_for_the_ulx3s(tmp_path):
+    """The SDRAM top: LiteDRAM's Verilog goes into the build, every SDRAM pin is constrained,
+    the host sees the whole 32 MB, and an SDRAM build has a folder of its own."""
+    pytest.importorskip("litedram")
+    pytest.importorskip("amaranth_boards")
+    from bitstreams.boards import get_board
+    from bitstreams.build import output_dir
+    from hw.board.sdram_gen import TOP
+    from hw.board.ulx3s import SDRAM_BYTES, Ulx3sTop
+    from isa.config import load_config
+
+    cfg = load_config("ecp5-small")
+    board = get_board("ulx3s-85f")
+    top = Ulx3sTop(cfg, memory="sdram")
+    assert top.mem_bytes == SDRAM_BYTES == 32 << 20
+    plan = board.make_platform().build(top, name="vta_board", build_dir=str(tmp_path),
+                                       do_build=False)
+    verilog = plan.files[f"{TOP}.v"]
+    assert f"module {TOP}(" in verilog and "sdram_dq_oe" in verilog
+    lpf = plan.files["vta_board.lpf"]
+    # clk F19, DQ J16 (bit 0) and J17 (bit 15), A12 G19, DQM E20
+    for site in ("F19", "J16", "J17", "G19", "E20", "P20"):
+        assert f'SITE "{site}"' in lpf, site
+    assert output_dir(board, cfg, memory="sdram").name == "ulx3s-85f-ecp5-small-sdram"
+    assert output_dir(board, cfg).name == "ulx3s-85f-ecp5-small"

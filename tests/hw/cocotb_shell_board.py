@@ -11,13 +11,11 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.task import bridge, resume
-from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
-from driver.backends.base import DeviceError, DeviceTimeout
 from driver.backends.board import BoardBackend
+from hw.board.cocotb_board import reset, run_outcome
 from isa.image import load_image
 
 
@@ -45,14 +43,7 @@ class AxiLink:
 
 
 def run_job(link, image, timeout):
-    try:
-        result = BoardBackend(link).run(image, timeout=timeout)
-    except DeviceError as exc:
-        return {"message": np.str_(str(exc)), "timeout": np.int64(isinstance(exc, DeviceTimeout)),
-                "code": np.int64(-1 if exc.code is None else int(exc.code)),
-                "index": np.int64(-1 if exc.index is None else exc.index)}
-    return {"dram": result.dram, "cycles": np.int64(result.cycles),
-            **{name: np.int64(value) for name, value in result.counters.items()}}
+    return run_outcome(BoardBackend(link), image, timeout)
 
 
 @cocotb.test()
@@ -61,15 +52,9 @@ async def run_jobs(dut):
         jobs = json.load(fh)
     images = [load_image(job["image"]) for job in jobs]
     size = max(im.dram.size for im in images)
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst, size=size)
     host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
+    await reset(dut)
     link = AxiLink(host, ram, size)
     for job, image in zip(jobs, images):
         out = await bridge(run_job)(link, image, job["timeout"])

@@ -69,9 +69,9 @@ def test_board_backend_on_the_shell(tmp_path):
     # an error: ERROR_CODE / ERROR_INDEX, the instruction named
     assert (int(error["code"]), int(error["index"])) == (bad.expected_error, bad.expected_index)
     assert bad.expected_error == ErrorCode.DRAM_RANGE
-    assert "DRAM_RANGE" in str(error["message"]) and "Store(" in str(error["message"])
+    assert "DRAM_RANGE" in str(error["error"]) and "Store(" in str(error["error"])
 
     # a timeout: the counters read twice say compute executes
     assert int(timeout["timeout"]) == 1
-    assert "compute busy, executing (compute_busy advancing)" in str(timeout["message"])
-    assert "load idle" in str(timeout["message"])
+    assert "compute busy, executing (compute_busy advancing)" in str(timeout["error"])
+    assert "load idle" in str(timeout["error"])
