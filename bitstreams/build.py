@@ -79,13 +79,14 @@ def _run(tool: str, cmd: list, cwd: Path, log: Path, follow: Path, env: dict,
 def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, seed: int = 1,
                     mem_bytes: int | None = None, progress: Progress | None = None,
                     timeout: float = TOOL_TIMEOUT_S, synth_only: bool = False,
-                    memory: str = "onchip") -> dict:
+                    memory: str = "onchip", check_only: bool = False) -> dict:
     """Build the bitstream of ``cfg`` for ``board``; returns the report (also written).
 
     ``memory`` is the DRAM variant, ``"onchip"`` (block RAM, ``mem_bytes``) or ``"sdram"``
     (LiteDRAM on the board's SDRAM). ``synth_only`` stops after the synthesis fit check and
     returns the synthesis estimate (``{"synthesis_estimate": {...}}``) without writing a
-    report."""
+    report; ``check_only`` stops after the fit check from the configuration, before any tool
+    runs or anything is written, and returns ``{"config_estimate": {...}}``."""
     from hw.board.ulx3s import Ulx3sTop
 
     progress = progress or Progress(enabled=False)
@@ -97,8 +98,11 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     top = Ulx3sTop(cfg, mem_bytes=mem_bytes, memory=memory)
     progress.start("fit check (estimate from the configuration)")
     mems = [] if memory == "sdram" else [(top.mem_bytes * 8 // cfg.bus_width, cfg.bus_width)]
-    check_fit(config_estimate(cfg, mems), board,
-              "estimate from the configuration: lower bounds before synthesis")
+    estimate = config_estimate(cfg, mems)
+    check_fit(estimate, board, "estimate from the configuration: lower bounds before synthesis")
+    if check_only:
+        progress.done(f"the configuration's estimate fits: {estimate}")
+        return {"config_estimate": estimate}
 
     env = tool_env()
     versions = tool_versions()

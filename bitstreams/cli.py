@@ -51,6 +51,10 @@ def register(subparsers) -> None:
     b.add_argument("-o", "--out", type=Path, default=None,
                    help="output folder (default: bitstreams/<board>-<config>)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    b.add_argument("--check", action="store_true",
+                   help="only check the options, the configuration and its fit estimate "
+                        "(block RAM, multipliers) against the board: seconds, no Yosys, "
+                        "nothing written")
     b.set_defaults(func=bitstream_command)
 
     p = subparsers.add_parser(
@@ -91,6 +95,7 @@ def bitstream_command(args) -> int:
 
 
 def _bitstream(args) -> int:
+    from hw.board.pll import PllError
     from hw.board.ulx3s import SDRAM_BYTES
     from isa.errors import Unavailable
 
@@ -100,6 +105,10 @@ def _bitstream(args) -> int:
 
     try:
         board, cfg = get_board(args.board), _config(args.config)
+        _check_out(args.out)
+        # nextpnr reads its seed as a C int
+        if not 0 <= args.seed < 1 << 31:
+            raise UsageError(f"--seed {args.seed} must be in 0 .. {(1 << 31) - 1}")
         mem = None
         if args.dram_kib is not None:
             kib = args.dram_kib
@@ -110,16 +119,36 @@ def _bitstream(args) -> int:
             raise UsageError(f"--dram-kib {args.dram_kib}: the board's SDRAM has "
                              f"{SDRAM_BYTES >> 10} KiB")
         report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
-                                 progress=Progress(enabled=not args.quiet), memory=args.memory)
+                                 progress=Progress(enabled=not args.quiet), memory=args.memory,
+                                 check_only=args.check)
     except FitError as exc:
         return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
     except UsageError as exc:
         return _fail("bitstream", str(exc), EXIT_USAGE)
+    except PllError as exc:     # TARGET_MHZ that the board's PLL cannot make
+        return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_USAGE)
     except (BitstreamError, Unavailable) as exc:
         return _fail("bitstream", str(exc), EXIT_TOOL)
+    if args.check:
+        used = ", ".join(f"{r} {n} of {board.total(r)}" for r, n in
+                         report["config_estimate"].items())
+        print(f"configuration {args.config} on the {board.name} ({args.memory} DRAM): the "
+              f"estimate before synthesis fits ({used})")
+        return EXIT_OK
     from .report import summary_text
     print(summary_text(report), end="")
     return EXIT_OK
+
+
+def _check_out(out: "Path | None") -> None:
+    """Refuse an --out that cannot be a build folder before anything runs."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder")
+    if not out.exists() and not out.parent.is_dir():
+        raise UsageError(f"--out {out}: the folder {out.parent} does not exist; create it "
+                         f"first")
 
 
 def program_command(args) -> int:

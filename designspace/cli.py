@@ -19,7 +19,8 @@ def register(subparsers) -> None:
                     "from Yosys synth_ecp5 for the points the screening model cannot rule "
                     "out, Fmax from nextpnr-ecp5 for the frontier. Writes OUT/points.csv, "
                     "OUT/frontier.csv, OUT/rejected.csv, OUT/report.md and plots. Every "
-                    "result is cached: an interrupted sweep resumes where it stopped.")
+                    "result is cached: an interrupted sweep resumes where it stopped. "
+                    "--dry-run only checks the space and counts its points.")
     p.add_argument("--space", required=True, metavar="FILE", help="the space file")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the results")
     p.add_argument("--cache", metavar="DIR", default=str(DEFAULT_CACHE),
@@ -37,6 +38,10 @@ def register(subparsers) -> None:
                         "the rest; model: the screening model only")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the space and the options, print the number of points (and "
+                        "of those rejected by VTAConfig or excluded by the constraints) and "
+                        "the workloads; run and write nothing")
     p.set_defaults(func=main)
 
 
@@ -49,13 +54,17 @@ def main(args) -> int:
     from .cache import Cache
     from .report import write_results
     from .runners import make_runner
-    from .space import load_space
+    from .space import expand, load_space
     from .sweep import run_sweep
 
+    # Everything that can be refused is refused here, before minutes of work.
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {args.out} is a file; give a folder (it is replaced as a "
                          f"whole)")
+    if not out.parent.is_dir():
+        raise InputError(f"--out {args.out}: the folder {out.parent} does not exist; create "
+                         f"it first")
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs must be at least 1, got {args.jobs}")
     space = load_space(args.space)
@@ -65,6 +74,14 @@ def main(args) -> int:
         except ImportError:
             raise InputError("the plots need matplotlib: `pip install -e '.[plot]'` or give "
                              "--no-plots") from None
+    # Expanding evaluates every expression and constraint: a space that fails there is refused
+    # now, not after the cache and the workers are set up (run_sweep expands it again: ms).
+    exp = expand(space)
+    if args.dry_run:
+        print(f"{len(exp.points)} points ({len(exp.rejected)} rejected by VTAConfig, "
+              f"{exp.excluded} excluded by constraints), search {space.method}, "
+              f"{len(space.workloads)} workloads: {', '.join(space.workloads)}")
+        return 0
     try:
         cache = Cache(None if args.no_cache else args.cache)
     except OSError as exc:

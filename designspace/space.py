@@ -67,6 +67,13 @@ CONFIG_KEYS = _config_keys()
 _SECTIONS = {"base", "include", "params", "vars", "targets", "workloads", "synthesis",
              "search"}
 _FMAX_MODES = ("none", "frontier", "all")
+#: The most combinations a space may enumerate: expanding checks each with VTAConfig (tens of
+#: microseconds), and a sweep measures minutes per point, so larger grids are typos.
+MAX_GRID = 100_000
+#: Space expressions are short formulas; the bound keeps parsing and evaluating shallow.
+MAX_EXPRESSION_CHARS = 1000
+#: The largest integer (in bits) an expression may build: ``**`` is bounded by it.
+MAX_INT_BITS = 4096
 _METHODS = ("grid", "nsga2")
 
 
@@ -78,11 +85,29 @@ _CMPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.L
 _FUNCS = {"min": min, "max": max}
 
 
+def _pow(base, exp):
+    """``**`` on integers, refusing a result of more than :data:`MAX_INT_BITS` bits (which
+    would take minutes and gigabytes to compute)."""
+    if exp < 0:
+        raise ValueError(f"{base} ** {exp}: a negative exponent is not an integer")
+    if abs(base) > 1 and int(base).bit_length() * exp > MAX_INT_BITS + int(base).bit_length():
+        raise ValueError(f"{base} ** {exp} is too large (over {MAX_INT_BITS} bits)")
+    return base ** exp
+
+
+_BINOPS[ast.Pow] = _pow
+
+
 def _compile(text: str, where: str) -> ast.Expression:
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise SpaceError(f"{where}: an expression of {len(text)} characters (at most "
+                         f"{MAX_EXPRESSION_CHARS}); write a shorter formula")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise SpaceError(f"{where}: {text!r} is not an expression ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        raise SpaceError(f"{where}: the expression is nested too deeply") from None
     for node in ast.walk(tree):
         ok = isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp,
                                ast.Name, ast.Load, ast.Constant, ast.Call, ast.USub, ast.UAdd,
@@ -90,8 +115,9 @@ def _compile(text: str, where: str) -> ast.Expression:
         if isinstance(node, ast.Constant) and not isinstance(node.value, int):
             ok = False
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
-                                               and node.func.id in _FUNCS and not node.keywords):
-            ok = False
+                                               and node.func.id in _FUNCS and not node.keywords
+                                               and len(node.args) >= 2):
+            ok = False      # min(x) and max() are errors in Python too
         if not ok:
             raise SpaceError(f"{where}: {text!r} uses {type(node).__name__}, which space "
                              f"expressions do not allow (integers, keys, + - * // % **, "
@@ -194,6 +220,9 @@ def _domain(key: str, spec) -> "tuple | str":
         step = step[0] if step else 1
         if step <= 0 or hi < lo:
             raise SpaceError(f"{where}: range {spec['range']} is empty (need lo <= hi, step > 0)")
+        if (hi - lo) // step >= MAX_GRID:
+            raise SpaceError(f"{where}: range {spec['range']} has {(hi - lo) // step + 1} "
+                             f"values (a space enumerates at most {MAX_GRID} combinations)")
         return tuple(range(lo, hi + 1, step))
     return (_int(spec, where),)
 
@@ -218,6 +247,8 @@ def parse_space(data: dict, *, source: str = "") -> Space:
         raise SpaceError("a space file holds a table (TOML) or an object (JSON)")
     _unknown(data, _SECTIONS, "the space file")
     base = data.get("base", "default")
+    if not isinstance(base, str):
+        raise SpaceError(f"base: {base!r} is not a configuration name or JSON path")
     try:
         load_config(base)
     except ConfigError as exc:
@@ -271,6 +302,12 @@ def parse_space(data: dict, *, source: str = "") -> Space:
             raise SpaceError(f"params.constraints[{i}]: {c!r} names {', '.join(sorted(bad))}, "
                              f"which is neither a configuration key nor a [vars] variable")
     _order_derived(derived)
+    grid = 1
+    for _, values in domains:
+        grid *= len(values)
+    if grid > MAX_GRID:
+        raise SpaceError(f"[params] and [vars] enumerate {grid} combinations, more than "
+                         f"{MAX_GRID}; narrow the ranges (or sample them: a list of values)")
 
     targets = _table(data, "targets")
     _unknown(targets, {"devices"}, "[targets]")
@@ -387,9 +424,13 @@ def complete_point(space: Space, assignment: dict) -> "dict | None":
         except (ArithmeticError, ValueError) as exc:
             raise SpaceError(f"params.{key}: {expr!r} cannot be evaluated at "
                              f"{assignment}: {exc}") from None
-    for c in space.constraints:
-        if not _eval(_compile(c, c), env):
-            return None
+    for i, c in enumerate(space.constraints):
+        try:
+            if not _eval(_compile(c, c), env):
+                return None
+        except (ArithmeticError, ValueError) as exc:
+            raise SpaceError(f"params.constraints[{i}]: {c!r} cannot be evaluated at "
+                             f"{assignment}: {exc}") from None
     return {k: env[k] for k in CONFIG_KEYS}
 
 

@@ -44,7 +44,7 @@ def _run_one(command, scale, show, tried, found, examples, save=None) -> None:
     @settings(max_examples=max(1, int(command.examples * scale)), derandomize=True,
               deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(files=command.files(), extra=command.extra(),
-           out_kind=st.sampled_from(harness.OUT_KINDS))
+           out_kind=st.sampled_from(getattr(command, "out_kinds", harness.OUT_KINDS)))
     def one(files, extra, out_kind):
         tried[command.name] += 1
         with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:

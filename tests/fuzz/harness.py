@@ -113,7 +113,7 @@ def check(result: Outcome, allowed: "set[int]", *, name: str) -> None:
 
 
 #: Where the ``--out``-like argument points, by kind (drawn per example).
-OUT_KINDS = ["new", "new", "new", "existing", "dir", "missing-dir"]
+OUT_KINDS = ("new", "new", "new", "existing", "dir", "missing-dir")
 
 
 def prepare(command, tmp: Path, files: dict, extra: list, out_kind: str):

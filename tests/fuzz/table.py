@@ -6,10 +6,11 @@ To fuzz a new command, add a :class:`FuzzCommand` row: a strategy drawing the in
 line. The harness checks the rest (tests/fuzz/harness.py): the output given by ``out`` and any
 ``more_outputs`` are left whole or not at all; ``env`` sets variables for the call (a cache
 location). The model commands draw real models mutated in their bytes and structure
-(tests/fuzz/models.py). Commands still to add fit the same way:
-
-* ``sweep`` / ``bitstream``: their configuration files through ``config_text`` or
-  ``text_file``, with the option values that make them fail before the expensive work.
+(tests/fuzz/models.py). The long-running commands, ``sweep`` and ``bitstream``, take their
+real space files and configurations mutated (tests/fuzz/builds.py) and stop before the
+expensive work: ``--dry-run`` / ``--check``, or, without them, an input or option that must
+be refused up front (``out_kinds`` limits where ``--out`` points; the bitstream rows run with
+FPGA tools that do not exist, so a build that started would fail the test).
 
 Such commands read with :mod:`isa.safeio` (bounded, UTF-8, pickle-free, atomic outputs) and
 raise exceptions carrying an ``exit_code`` (:mod:`isa.errors`).
@@ -25,7 +26,8 @@ from hypothesis import strategies as st
 
 from isa.errors import EXIT_OK, EXIT_REJECTED, EXIT_TIMEOUT, EXIT_USAGE
 
-from . import inputs, models
+from . import builds, inputs, models
+from .harness import OUT_KINDS
 
 ANY = {EXIT_OK, EXIT_REJECTED, EXIT_USAGE}
 INPUT = {EXIT_OK, EXIT_USAGE}          # commands that only read files: no program is run
@@ -42,6 +44,7 @@ class FuzzCommand:
     out_name: str = "out.npz"                                      # the output file's name
     more_outputs: tuple = ()          # other files (in tmp) it writes: none may be left on failure
     env: Callable[[Path], dict] = lambda tmp: {}                   # environment for the call
+    out_kinds: tuple = OUT_KINDS      # where --out may point (harness.OUT_KINDS)
 
 
 def _one(name: str, strategy) -> Callable[[], st.SearchStrategy]:
@@ -171,6 +174,34 @@ TABLE = [
                                      "small", "--top", "1"],
                 examples=12, extra=lambda: models.TUNE_OPTIONS,
                 env=lambda tmp: {"VTA_TUNE_CACHE": tmp / "tune.json"}),
+    # The long-running commands, stopped before the work (tests/fuzz/builds.py). An existing
+    # folder is a valid --out for both (replaced / built into), hence no "dir" out kind.
+    FuzzCommand("sweep dry-run", builds.space_file,
+                lambda tmp, f, out: ["sweep", "--space", *f.values(), "--out", out,
+                                     "--cache", tmp / "cache", "--no-progress", "--dry-run"],
+                allowed=INPUT, examples=70, out_name="results", extra=lambda: builds.SWEEP_OPTIONS,
+                out_kinds=("new", "new", "new", "existing", "missing-dir"), more_outputs=("cache",)),
+    FuzzCommand("sweep refused out", builds.space_file,
+                lambda tmp, f, out: ["sweep", "--space", *f.values(), "--out", out,
+                                     "--cache", tmp / "cache", "--no-progress"],
+                allowed={EXIT_USAGE}, examples=10, out_name="results",
+                out_kinds=("existing", "missing-dir"), more_outputs=("cache",)),
+    FuzzCommand("sweep refused space", lambda: builds.space_file().filter(builds.space_refused),
+                lambda tmp, f, out: ["sweep", "--space", *f.values(), "--out", out,
+                                     "--cache", tmp / "cache", "--no-progress"],
+                allowed={EXIT_USAGE}, examples=20, out_name="results",
+                out_kinds=("new",), more_outputs=("cache",)),
+    FuzzCommand("bitstream check", _one("cfg.json", builds.bitstream_config()),
+                lambda tmp, f, out: ["bitstream", "--config", f["cfg.json"], "--out", out,
+                                     "--quiet", "--check"],
+                allowed=ANY, examples=40, out_name="bits", extra=lambda: builds.BITSTREAM_OPTIONS,
+                out_kinds=("new", "new", "new", "existing", "missing-dir"), env=builds.no_tools),
+    FuzzCommand("bitstream refused", _one("cfg.json", builds.bitstream_config()),
+                lambda tmp, f, out: ["bitstream", "--config", f["cfg.json"], "--out", out,
+                                     "--quiet"],
+                allowed={EXIT_USAGE}, examples=15, out_name="bits",
+                extra=lambda: builds.BITSTREAM_REFUSED,
+                out_kinds=("new", "existing", "missing-dir"), env=builds.no_tools),
     FuzzCommand("trace-plot", _one("t.json", inputs.trace_file()),
                 lambda tmp, f, out: ["trace-plot", f["t.json"], "-o", out],
                 allowed=INPUT, examples=14, out_name="out.png"),

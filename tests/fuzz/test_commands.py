@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from vta.cli import build_parser
 
-from .harness import OUT_KINDS, check, check_out_kind, examples, prepare, run_vta
+from .harness import check, check_out_kind, examples, prepare, run_vta
 from .table import TABLE
 
 build_parser()      # import every command module now (Relay raises the recursion limit)
@@ -22,7 +22,7 @@ build_parser()      # import every command module now (Relay raises the recursio
 def test_fuzz_command(command):
     @settings(max_examples=examples(command.examples), derandomize=True, deadline=None,
               database=None, suppress_health_check=list(HealthCheck), print_blob=True)
-    @given(files=command.files(), extra=command.extra(), out_kind=st.sampled_from(OUT_KINDS))
+    @given(files=command.files(), extra=command.extra(), out_kind=st.sampled_from(command.out_kinds))
     def one(files, extra, out_kind):
         with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:
             argv, outputs, out, env = prepare(command, Path(tmp), files, extra, out_kind)
