@@ -95,7 +95,6 @@ def bitstream_command(args) -> int:
 
 
 def _bitstream(args) -> int:
-    from hw.board.pll import PllError
     from hw.board.ulx3s import SDRAM_BYTES
     from isa.errors import Unavailable
 
@@ -118,6 +117,7 @@ def _bitstream(args) -> int:
         if args.memory == "sdram" and mem is not None and mem > SDRAM_BYTES:
             raise UsageError(f"--dram-kib {args.dram_kib}: the board's SDRAM has "
                              f"{SDRAM_BYTES >> 10} KiB")
+        _check_clocks(cfg, mem, args.memory, args.config)
         report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
                                  progress=Progress(enabled=not args.quiet), memory=args.memory,
                                  check_only=args.check)
@@ -125,8 +125,6 @@ def _bitstream(args) -> int:
         return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
     except UsageError as exc:
         return _fail("bitstream", str(exc), EXIT_USAGE)
-    except PllError as exc:     # TARGET_MHZ that the board's PLL cannot make
-        return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_USAGE)
     except (BitstreamError, Unavailable) as exc:
         return _fail("bitstream", str(exc), EXIT_TOOL)
     if args.check:
@@ -138,6 +136,19 @@ def _bitstream(args) -> int:
     from .report import summary_text
     print(summary_text(report), end="")
     return EXIT_OK
+
+
+def _check_clocks(cfg, mem_bytes, memory: str, name) -> None:
+    """Refuse a TARGET_MHZ the board's PLL cannot make, or whose clock cannot make the UART's
+    baud rate (the board design's constructor checks both, with ValueErrors)."""
+    from hw.board.pll import PllError
+    from hw.board.ulx3s import Ulx3sTop
+
+    try:
+        Ulx3sTop(cfg, mem_bytes=mem_bytes, memory=memory)
+    except (PllError, ValueError) as exc:
+        raise UsageError(f"configuration {name}: TARGET_MHZ {cfg.target_mhz:g}: {exc}") \
+            from None
 
 
 def _check_out(out: "Path | None") -> None:

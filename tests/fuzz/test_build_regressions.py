@@ -110,14 +110,17 @@ def test_bitstream_without_check_reaches_the_tools(tmp_path):
     assert result.code == 3 and "no-such-tool" in result.err, result.err
 
 
-def test_bitstream_pll_out_of_range_is_a_usage_error(tmp_path):
-    """TARGET_MHZ = 1000 raised PllError from the board design: exit 3 before."""
-    cfg = json.loads((ROOT / "isa" / "configs" / "ecp5-small.json").read_text()) | {"TARGET_MHZ": 1000}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+@pytest.mark.parametrize("mhz, message", [
+    (1000, "PLL cannot make 1000 MHz"),                  # PllError from the board design
+    (25, "cannot make 3000000 baud")])                   # ValueError from uart_divisor
+def test_bitstream_clock_the_board_cannot_make_is_a_usage_error(tmp_path, mhz, message):
+    """Both were internal errors (exit 3) before."""
+    cfg = json.loads((ROOT / "isa" / "configs" / "ecp5-small.json").read_text())
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg | {"TARGET_MHZ": mhz}))
     for extra in (("--check",), ()):
         result = _bitstream(tmp_path, *extra, config=tmp_path / "cfg.json")
         check(result, {EXIT_USAGE}, name="bitstream")
-        assert "PLL cannot make 1000 MHz" in result.err
+        assert message in result.err, result.err
 
 
 @pytest.mark.parametrize("extra, message", [
