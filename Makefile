@@ -46,6 +46,7 @@ verilog: $(STAMP)
 	$(PYTHON) -m vta verilog --config $(CONFIG)
 
 sweep: $(STAMP)
+	mkdir -p $(dir $(SWEEP_OUT))
 	$(PYTHON) -m vta sweep --space $(SPACE) --out $(SWEEP_OUT) --jobs $(JOBS)
 
 # CONFIG defaults to the core's default, which does not fit an ECP5: ecp5-small or ecp5-large.
