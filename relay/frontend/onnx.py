@@ -234,6 +234,11 @@ def _window_attrs(ctx, attrs, in_hw, kernel):
         pads = [0, 0, 0, 0]
     else:
         pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    # ONNX requires these; a stride of 0 divided by zero in shape inference (found by fuzzing)
+    if len(strides) != 2 or len(dil) != 2 or len(pads) != 4 or min(strides + dil) < 1 \
+            or min(pads) < 0:
+        raise _Malformed(f"strides {strides} and dilations {dil} must be 2 positive integers, "
+                         f"pads {pads} 4 non-negative ones")
     return tuple(strides), (pads[0], pads[1], pads[2], pads[3]), tuple(dil)
 
 

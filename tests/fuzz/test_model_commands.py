@@ -84,6 +84,29 @@ def test_a_conv_fed_a_wrong_input_is_an_input_error(tmp_path, node_input, messag
     assert "node 0 '/conv1/Conv' (Conv)" in result.err and message in result.err
 
 
+@pytest.mark.parametrize("attr,value", [("strides", [0, 1]), ("dilations", [1, -1]),
+                                        ("pads", [1, -1, 1, 1]), ("strides", [1])])
+@pytest.mark.parametrize("command", ["import", "quantize"])
+def test_a_conv_window_that_is_not_valid_onnx_is_an_input_error(tmp_path, attr, value, command):
+    """A stride of 0 was a ZeroDivisionError (exit 3) in `vta quantize`."""
+    import numpy as np
+    import onnx
+
+    model = onnx.load(DIGITS)
+    for a in model.graph.node[0].attribute:
+        if a.name == attr:
+            a.ints[:] = value
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "cal.npz", image=np.zeros((2, 1, 8, 8), np.float32))
+    argv = (["import", tmp_path / "m.onnx", "--params-out", tmp_path / "m.npz"]
+            if command == "import" else ["quantize", tmp_path / "m.onnx", "--calibrate",
+                                         tmp_path / "cal.npz"])
+    result = run_vta(argv + ["-o", tmp_path / "m.rly"],
+                     outputs=[tmp_path / "m.rly", tmp_path / "m.npz"])
+    check(result, {EXIT_USAGE}, name="regression")
+    assert "node 0 '/conv1/Conv' (Conv)" in result.err and "must be 2 positive" in result.err
+
+
 @pytest.mark.parametrize("out,message", [
     (".", "it is a directory"), ("no/m.rly", "does not exist"), ("m.npz", "the same file")])
 def test_import_checks_its_outputs_before_the_work(tmp_path, capfd, monkeypatch, out, message):
