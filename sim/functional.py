@@ -38,6 +38,11 @@ SCHEDULES = ("in-order", "load-first", "store-first", "compute-first", "random")
 #: in chunks of about this many (its loops may describe up to 2^14 x 2^14 x 2^13 executions),
 #: so memory is bounded whatever the loop extents, and a deadline is checked between chunks.
 UOP_CHUNK = 1 << 18
+#: Decoded instructions by configuration and 16-byte word (only words that decode cleanly):
+#: a model's segments run the same streams on every inference. Keyed by the bytes fetched, so
+#: a stream rewritten in DRAM is decoded afresh; cleared when it grows past this many words.
+_DECODED: dict = {}
+_DECODED_MAX = 1 << 17
 
 
 class SimulationError(RejectedError):
@@ -129,7 +134,10 @@ class FunctionalSimulator:
                                   f"the instruction stream at {insn_addr} ({insn_count} "
                                   f"instructions) runs past the end of DRAM ({self.dram.size} "
                                   f"bytes)", field="insn_addr", value=insn_addr)
-        self._words = words.view("<u8").reshape(-1, 2)
+        self._words = memoryview(words)
+        self._decoded = _DECODED.setdefault(self.cfg, {})
+        if len(self._decoded) > _DECODED_MAX:
+            self._decoded.clear()
         self._schedule, self._rng = schedule, random.Random(seed)
         self.insn_count, self.fetched, self._pending = insn_count, 0, None
         self.queues = {m: deque() for m in MODULES}
@@ -140,8 +148,13 @@ class FunctionalSimulator:
         """Dispatch in program order while the target command queue has room."""
         while self.fetched < self.insn_count:
             if self._pending is None:
-                word = int(self._words[self.fetched, 0]) | (int(self._words[self.fetched, 1]) << 64)
-                self._pending = self._decode(word, self.fetched)
+                at = 16 * self.fetched
+                raw = self._words[at:at + 16].tobytes()
+                insn = self._decoded.get(raw)
+                if insn is None:
+                    insn = self._decode(int.from_bytes(raw, "little"), self.fetched)
+                    self._decoded[raw] = insn
+                self._pending = insn
             queue = self.queues[module_of(self._pending)]
             if len(queue) >= self.cfg.cmd_queue_depth:
                 return
@@ -442,28 +455,32 @@ class FunctionalSimulator:
         first = d[0]
         order = np.argsort(first, kind="stable")
         f = first[order]
-        cuts = np.flatnonzero(f[1:] != f[:-1]) + 1
+        starts = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
         b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
-        n = cuts.size + 1
-        if order.size % n == 0 and np.all(np.diff(cuts, prepend=0, append=order.size) == order.size // n):
-            # Groups of one size (the usual case): one batched product for all of them.
-            g = order.reshape(n, -1)
-            x = self.inp[s[:, g]]                                # (L, n, G, batch, block_in)
-            x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, g.shape[1] * k).astype(np.float64)
-            wg = self.wgt[w[g]].transpose(0, 1, 3, 2).reshape(n, g.shape[1] * k, o).astype(np.float64)
-            rows_of = d[:, g[:, 0]].T.reshape(-1)
-            vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
-            self._accumulate(rows_of, vals)
-            return
-        rows, cols = [], []
-        for g in np.split(order, cuts):
-            x = self.inp[s[:, g]]                                # (L, G, batch, block_in)
-            x = x.transpose(0, 2, 1, 3).reshape(-1, g.size * k).astype(np.float64)
-            wg = self.wgt[w[g]].transpose(0, 2, 1).reshape(g.size * k, o).astype(np.float64)
-            cols.append(x @ wg)                                  # (L·batch, block_out)
-            rows.append(d[:, g[0]])
-        rows_of = np.concatenate(rows)
-        self._accumulate(rows_of, np.concatenate(cols).reshape(rows_of.size, b, o).astype(np.int64))
+        n = starts.size
+        sizes = np.diff(starts, append=order.size)
+        size = int(sizes.max())
+        if n * size == order.size:      # groups of one size (the usual case)
+            g, valid = order.reshape(n, size), None
+        else:
+            # Ragged groups (a convolution's edge rows skip taps): pad each group to the
+            # largest with copies of its first column whose weight block is zeroed, so that
+            # one batched product still covers all of them (adding exact zeros).
+            group = np.repeat(np.arange(n), sizes)
+            pos = np.arange(order.size) - starts[group]
+            g = np.repeat(order[starts][:, None], size, axis=1)
+            g[group, pos] = order
+            valid = np.zeros((n, size), bool)
+            valid[group, pos] = True
+        x = self.inp[s[:, g]]                                    # (L, n, G, batch, block_in)
+        x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, size * k).astype(np.float64)
+        wg = self.wgt[w[g]]                                      # (n, G, block_out, block_in)
+        if valid is not None:
+            wg = np.where(valid[:, :, None, None], wg, np.int8(0))
+        wg = wg.transpose(0, 1, 3, 2).reshape(n, size * k, o).astype(np.float64)
+        rows_of = d[:, g[:, 0]].T.reshape(-1)
+        vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
+        self._accumulate(rows_of, vals)
 
     def _accumulate(self, rows_of, vals) -> None:
         """``acc[rows_of] += vals`` (int64 sums) with int32 wrap-around; rows may repeat."""
