@@ -42,6 +42,8 @@ UOP_CHUNK = 1 << 18
 #: a model's segments run the same streams on every inference. Keyed by the bytes fetched, so
 #: a stream rewritten in DRAM is decoded afresh; cleared when it grows past this many words.
 _DECODED: dict = {}
+#: The largest |product| of two int8 values, (-128)·(-128).
+_INT8_PRODUCT_MAX = 1 << 14
 _DECODED_MAX = 1 << 17
 
 
@@ -141,6 +143,8 @@ class FunctionalSimulator:
         self._schedule, self._rng = schedule, random.Random(seed)
         self.insn_count, self.fetched, self._pending = insn_count, 0, None
         self.queues = {m: deque() for m in MODULES}
+        # Beside each queue: its instructions' (pop queues, (push flag, queue) pairs).
+        self._plans = {m: deque() for m in MODULES}
         self.tokens = dict.fromkeys(QUEUES, 0)
         self.finished = False
 
@@ -150,15 +154,17 @@ class FunctionalSimulator:
             if self._pending is None:
                 at = 16 * self.fetched
                 raw = self._words[at:at + 16].tobytes()
-                insn = self._decoded.get(raw)
-                if insn is None:
-                    insn = self._decode(int.from_bytes(raw, "little"), self.fetched)
-                    self._decoded[raw] = insn
-                self._pending = insn
-            queue = self.queues[module_of(self._pending)]
+                pending = self._decoded.get(raw)
+                if pending is None:
+                    pending = _plan(self._decode(int.from_bytes(raw, "little"), self.fetched))
+                    self._decoded[raw] = pending
+                self._pending = pending
+            insn, module, plan = self._pending
+            queue = self.queues[module]
             if len(queue) >= self.cfg.cmd_queue_depth:
                 return
-            queue.append((self.fetched, self._pending))
+            queue.append((self.fetched, insn))
+            self._plans[module].append(plan)
             self.fetched, self._pending = self.fetched + 1, None
 
     def waiting(self, module: str) -> list[str]:
@@ -172,7 +178,9 @@ class FunctionalSimulator:
     def ready(self) -> list[str]:
         """Modules whose head instruction can start now (after fetching what fits)."""
         self._fetch()
-        return [m for m in MODULES if self.queues[m] and not self.waiting(m)]
+        tokens, plans = self.tokens, self._plans
+        return [m for m in MODULES
+                if plans[m] and all(tokens[q] for q in plans[m][0][0])]
 
     def step(self) -> bool:
         """Execute one instruction of a ready module; True once FINISH has executed.
@@ -185,26 +193,25 @@ class FunctionalSimulator:
             self._stuck()
         module = self._pick(ready)
         index, insn = self.queues[module].popleft()
+        pops, pushes = self._plans[module].popleft()
         self.index = index
-        self.check_deadline(insn)
-        dq, tokens = DEP_QUEUES[module], self.tokens
-        for flag in ("pop_prev", "pop_next"):
-            if getattr(insn, flag):
-                tokens[dq[flag]] -= 1
+        if self.deadline is not None:
+            self.check_deadline(insn)
+        tokens = self.tokens
+        for queue in pops:
+            tokens[queue] -= 1
         try:
             self.execute(insn)
         except SimulationError as exc:
             raise exc.at(index) from None
-        for flag in ("push_prev", "push_next"):
-            if getattr(insn, flag):
-                queue = dq[flag]
-                if tokens[queue] >= self.cfg.token_queue_depth:
-                    raise SimulationError(
-                        ErrorCode.TOKEN_OVERFLOW, index,
-                        f"{flag} on {module}: queue {queue} already holds {tokens[queue]} "
-                        f"tokens (TOKEN_QUEUE_DEPTH = {self.cfg.token_queue_depth})",
-                        field=flag, value=tokens[queue])
-                tokens[queue] += 1
+        for flag, queue in pushes:
+            if tokens[queue] >= self.cfg.token_queue_depth:
+                raise SimulationError(
+                    ErrorCode.TOKEN_OVERFLOW, index,
+                    f"{flag} on {module}: queue {queue} already holds {tokens[queue]} "
+                    f"tokens (TOKEN_QUEUE_DEPTH = {self.cfg.token_queue_depth})",
+                    field=flag, value=tokens[queue])
+            tokens[queue] += 1
         self.finished = isinstance(insn, Finish)
         return self.finished
 
@@ -450,8 +457,8 @@ class FunctionalSimulator:
         """Micro-op executions laid out by :func:`_weight_columns`. A column's destinations
         are its first one plus offsets common to all columns, so the columns with the same
         first destination write the same rows: their input rows side by side times their
-        weight blocks stacked is one matrix product, in float64 (int8 products summed exactly
-        far beyond any accumulator's range), added to the int32 accumulators mod 2^32."""
+        weight blocks stacked is one matrix product, in float32 or float64 (int8 products summed
+        exactly), added to the int32 accumulators mod 2^32."""
         first = d[0]
         order = np.argsort(first, kind="stable")
         f = first[order]
@@ -473,11 +480,13 @@ class FunctionalSimulator:
             valid = np.zeros((n, size), bool)
             valid[group, pos] = True
         x = self.inp[s[:, g]]                                    # (L, n, G, batch, block_in)
-        x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, size * k).astype(np.float64)
+        # float32 is exact while every partial sum is an integer below 2^24 in magnitude.
+        exact = np.float32 if size * k * _INT8_PRODUCT_MAX <= 1 << 24 else np.float64
+        x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, size * k).astype(exact)
         wg = self.wgt[w[g]]                                      # (n, G, block_out, block_in)
         if valid is not None:
             wg = np.where(valid[:, :, None, None], wg, np.int8(0))
-        wg = wg.transpose(0, 1, 3, 2).reshape(n, size * k, o).astype(np.float64)
+        wg = wg.transpose(0, 1, 3, 2).reshape(n, size * k, o).astype(exact)
         rows_of = d[:, g[:, 0]].T.reshape(-1)
         vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
         self._accumulate(rows_of, vals)
@@ -526,6 +535,16 @@ class FunctionalSimulator:
             a = self.acc[d].astype(np.int64)
             b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
             self.acc[d] = alu_op(insn.alu_opcode, a, b)
+
+
+def _plan(insn: Instruction) -> tuple:
+    """``(insn, module, (pop queues, (push flag, queue) pairs))``: what dispatch and the token
+    accounting need of a decoded instruction, looked up once."""
+    module = module_of(insn)
+    dq = DEP_QUEUES[module]
+    pops = tuple(dq[f] for f in ("pop_prev", "pop_next") if getattr(insn, f))
+    pushes = tuple((f, dq[f]) for f in ("push_prev", "push_next") if getattr(insn, f))
+    return insn, module, (pops, pushes)
 
 
 def _weight_columns(insn, dst, src, wgt):
