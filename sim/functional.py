@@ -462,14 +462,16 @@ class FunctionalSimulator:
         first = d[0]
         order = np.argsort(first, kind="stable")
         f = first[order]
-        starts = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
+        starts = np.flatnonzero(f[1:] != f[:-1]) + 1
         b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
-        n = starts.size
-        sizes = np.diff(starts, append=order.size)
-        size = int(sizes.max())
-        if n * size == order.size:      # groups of one size (the usual case)
-            g, valid = order.reshape(n, size), None
+        n = starts.size + 1
+        size = order.size // n
+        if n * size == order.size and (n == 1 or np.all(starts == np.arange(1, n) * size)):
+            g, valid = order.reshape(n, size), None     # groups of one size (the usual case)
         else:
+            starts = np.concatenate(([0], starts))
+            sizes = np.diff(starts, append=order.size)
+            size = int(sizes.max())
             # Ragged groups (a convolution's edge rows skip taps): pad each group to the
             # largest with copies of its first column whose weight block is zeroed, so that
             # one batched product still covers all of them (adding exact zeros).
