@@ -481,14 +481,15 @@ class FunctionalSimulator:
             g[group, pos] = order
             valid = np.zeros((n, size), bool)
             valid[group, pos] = True
-        x = self.inp[s[:, g]]                                    # (L, n, G, batch, block_in)
         # float32 is exact while every partial sum is an integer below 2^24 in magnitude.
         exact = np.float32 if size * k * _INT8_PRODUCT_MAX <= 1 << 24 else np.float64
-        x = x.transpose(1, 0, 3, 2, 4).reshape(n, -1, size * k).astype(exact)
+        x = self.inp[s[:, g].transpose(1, 0, 2)]                 # (n, L, G, batch, block_in)
+        # Each conversion copies once, straight into the layout of the product.
+        x = x.transpose(0, 1, 3, 2, 4).astype(exact, order="C").reshape(n, -1, size * k)
         wg = self.wgt[w[g]]                                      # (n, G, block_out, block_in)
         if valid is not None:
             wg = np.where(valid[:, :, None, None], wg, np.int8(0))
-        wg = wg.transpose(0, 1, 3, 2).reshape(n, size * k, o).astype(exact)
+        wg = wg.transpose(0, 1, 3, 2).astype(exact, order="C").reshape(n, size * k, o)
         rows_of = d[:, g[:, 0]].T.reshape(-1)
         vals = np.matmul(x, wg).reshape(rows_of.size, b, o).astype(np.int64)
         self._accumulate(rows_of, vals)
