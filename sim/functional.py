@@ -412,12 +412,13 @@ class FunctionalSimulator:
                                       f"buffer ({depth} entries)", field=what, value=top)
         return bases
 
-    def _uop_chunks(self, insn, bases):
+    def _uop_chunks(self, insn, bases, used=(True, True, True)):
         """(dst, src, wgt) index arrays of consecutive micro-op executions, in execution
         order, about :data:`UOP_CHUNK` at a time: whole outer iterations when one fits, else
-        whole rounds of the micro-op range. ``bases``: :meth:`_uop_bases`."""
+        whole rounds of the micro-op range. ``bases``: :meth:`_uop_bases`; a field not
+        ``used`` is None."""
         nu, n_out, n_in = bases[0].size, insn.iter_out, insn.iter_in
-        factors = _loop_factors(insn)
+        factors = [f if u else None for f, u in zip(_loop_factors(insn), used)]
         total = n_out * n_in * nu
         rounds = max(1, UOP_CHUNK // nu)
         if rounds >= n_in:
@@ -428,8 +429,9 @@ class FunctionalSimulator:
                 self.executing = (insn, o0 * n_in * nu, total)
                 if o0:
                     self.check_deadline()
-                yield tuple((b[None, None, :] + o * f_out + i * f_in).reshape(-1)
-                            for b, (f_out, f_in) in zip(bases, factors))
+                yield tuple(None if f is None
+                            else (b[None, None, :] + o * f[0] + i * f[1]).reshape(-1)
+                            for b, f in zip(bases, factors))
         else:
             for k0 in range(0, n_out * n_in, rounds):
                 k = np.arange(k0, min(n_out * n_in, k0 + rounds), dtype=np.int64)
@@ -437,14 +439,16 @@ class FunctionalSimulator:
                 self.executing = (insn, k0 * nu, total)
                 if k0:
                     self.check_deadline()
-                yield tuple((b[None, :] + o * f_out + i * f_in).reshape(-1)
-                            for b, (f_out, f_in) in zip(bases, factors))
+                yield tuple(None if f is None
+                            else (b[None, :] + o * f[0] + i * f[1]).reshape(-1)
+                            for b, f in zip(bases, factors))
         self.executing = None
 
     def _gemm(self, insn: Gemm) -> None:
         bases = self._check_ranges(insn)
         total = 0
-        for dst, src, wgt in self._uop_chunks(insn, bases):
+        used = (True, not insn.reset, not insn.reset)
+        for dst, src, wgt in self._uop_chunks(insn, bases, used):
             columns = None if insn.reset else _weight_columns(insn, dst, src, wgt)
             if columns is not None:
                 self._gemm_columns(*columns)
@@ -524,7 +528,7 @@ class FunctionalSimulator:
     def _alu(self, insn: Alu) -> None:
         bases = self._check_ranges(insn)
         total = 0
-        for dst, src, _ in self._uop_chunks(insn, bases):
+        for dst, src, _ in self._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
             self._alu_chunk(insn, dst, src)
             total += dst.size
         self.counters["alu_counter"] += total
