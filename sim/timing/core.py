@@ -12,7 +12,7 @@ from .decode import Decoder
 from .fetch import FetchModule
 from .load import LoadModule
 from .memport import MemArbiter, MemoryTiming
-from .period import PeriodSkipper
+from .period import GRANT, PeriodSkipper
 from .queues import CommandQueue, TokenQueues
 from .semantics import FastSemantics
 from .stream import BeatSkipper
@@ -367,7 +367,7 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
         moved = mem.read_beats != rbeats or mem.write_beats != wbeats
         if periods is not None:
             if mem.bursts != bursts:
-                kind = 1                    # a command handed to the memory
+                kind = GRANT                # a command handed to the memory
             elif mem.read_beats != rbeats and mem.reads and \
                     _look(mem.reads[0]) is not None:
                 kind = _look(mem.reads[0])          # 0 or 4

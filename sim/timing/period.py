@@ -41,6 +41,15 @@ __all__ = ["PeriodSkipper", "JumpMismatch"]
 
 #: How many earlier looks with the same exact registers are tried as a period's start.
 HISTORY = 4
+#: After a look at a grant that does not jump, the next 1, then 2 (at most) grants are passed
+#: over: over 95 % of the looks at grants fail (the commands of different instructions),
+#: while the periods they find still show at the next grants. A jump resets the back-off.
+#: Only an optimisation: a look passed over never changes the result, only the speed. (Looks
+#: inside bursts and at padding succeed far more often: backing off there costs more cycles
+#: stepped than the checks saved; so did a longer back-off at grants.)
+GRANT_BACKOFF_MAX = 2
+#: The kind of look at a cycle that handed a command to the memory (see ``Core.run``).
+GRANT = 1
 
 
 def _limit(v0: int, v1: int, d: int, cuts, m: int) -> int:
@@ -77,6 +86,8 @@ class PeriodSkipper:
         self.jumps = 0
         self.skipped_cycles = 0
         self._ms = None
+        #: grant looks still to pass over, and the back-off that set it
+        self._pass, self._backoff = 0, 0
 
     # ------------------------------------------------------------------ the state
     def exact(self, ident=id) -> tuple:
@@ -159,7 +170,11 @@ class PeriodSkipper:
     def observe(self, max_cycles: int, kind: int) -> bool:
         """Called after a cycle that granted the port or streamed one of a burst's first beats;
         True if it jumped. The period may span several such cycles with the same exact
-        registers (e.g. the bursts of one row): the last few are tried, nearest first."""
+        registers (e.g. the bursts of one row): the last few are tried, nearest first.
+        After a grant look that fails, the next few are passed over (``GRANT_BACKOFF_MAX``)."""
+        if kind == GRANT and self._pass:
+            self._pass -= 1
+            return False
         key = (kind, self.exact())     # grants, beats and padding: separate histories
         v1 = self.counting()
         t1 = self.core.t
@@ -172,10 +187,13 @@ class PeriodSkipper:
         for t0, v0 in reversed(hist):
             if self._jump(t0, v0, t1, v1, max_cycles):
                 hist[:] = [(self.core.t, self.counting())]
+                self._backoff = 0
                 return True
         hist.append((t1, v1))
         if len(hist) > HISTORY:
             del hist[0]
+        if kind == GRANT:
+            self._pass = self._backoff = min(2 * self._backoff or 1, GRANT_BACKOFF_MAX)
         return False
 
     def _walker(self, v0, v1, d, i: int, m: int) -> int:
