@@ -308,15 +308,21 @@ class PeriodSkipper:
 
     def _check(self, ref) -> None:
         """Step ``ref`` (the core before the jump) to the jump's target and compare."""
-        core = self.core
         ref.periods = None
-        while ref.t < core.t and not ref.done:
-            ref.step()
-        mine, theirs = PeriodSkipper(core), PeriodSkipper(ref)
-        a = (core.t, mine.exact(_stable), mine.counting())
-        b = (ref.t, theirs.exact(_stable), theirs.counting())
-        if a != b:
-            raise JumpMismatch(f"jump to cycle {core.t}: skipped {a} stepped {b}")
+        check_by_stepping(self.core, ref, "jump")
+
+
+def check_by_stepping(core, ref, what: str, state=lambda c: ()) -> None:
+    """Step ``ref`` (a copy of ``core`` from before a skip, its skippers off) to ``core``'s
+    cycle; raise :class:`JumpMismatch` unless both reach the same state (``state(core)``
+    adds what a skipper sets beyond the exact state)."""
+    while ref.t < core.t and not ref.done:
+        ref.step()
+    mine, theirs = PeriodSkipper(core), PeriodSkipper(ref)
+    a = (core.t, *state(core), mine.exact(_stable), mine.counting())
+    b = (ref.t, *state(ref), theirs.exact(_stable), theirs.counting())
+    if a != b:
+        raise JumpMismatch(f"{what} to cycle {core.t}: skipped {a} stepped {b}")
 
 
 def _stable(obj):
