@@ -62,16 +62,19 @@ class TensorAlu(wiring.Component):
     """Pipelined tensor ALU: one micro-op per cycle, with an immediate and in vector mode.
 
     ``start`` in cycle *c* → micro-op *j* issued in *c* + 1 + *j*, writes ACC[dst] in
-    *c* + 1 + *j* + ``ALU_LATENCY`` (4); ``busy`` lasts N + 4 cycles for N micro-ops. Pipeline:
+    *c* + 1 + *j* + ``ALU_LATENCY`` (5); ``busy`` lasts N + 5 cycles for N micro-ops. Pipeline:
     S0 micro-op read; S1 indices; S2 range check and ACC reads of dst (port A) and src (port B);
-    S3 operands registered (SRAM data or forwarded); S4 BATCH × BLOCK_OUT lanes compute and
-    write. S4 starts from registers, so the 32-bit multiply has a whole cycle after the SRAM
-    read instead of sharing it (the FPGA's critical path). Vector mode runs at the same rate
-    because the ACC buffer has a second read port for src (on an FPGA: a copy of the ACC
-    buffer, the price of never stalling). The operands of S3 miss two writes — the one in the
-    same cycle (S4, forwarded from the lanes' result) and the one in the cycle before
-    (forwarded from a register) — so every micro-op sees all earlier results. An index past
-    the ACC depth (src only in vector mode) raises ``err`` in S2.
+    S3 operands registered (SRAM data or forwarded, the immediate folded in); S4 BATCH ×
+    BLOCK_OUT lanes compute into a result register; S5 write. The lanes sit between registers,
+    so neither the SRAM read nor the ACC write shares the 32-bit op's cycle (the FPGA's
+    critical paths). Vector mode runs at the same rate because the ACC buffer has a second read
+    port for src (on an FPGA: a copy of the ACC buffer, the price of never stalling).
+    The S2 read misses the writes of the three micro-ops ahead: the one writing in the same
+    cycle and the one writing in S3's cycle are forwarded into the S3 registers (from the
+    last-write register and the result register); the one just ahead computes in S4 while S3
+    runs, so its result is forwarded at the lanes' inputs in S4, selected by a flag S3
+    registered. Every micro-op sees all earlier results. An index past the ACC depth (src only
+    in vector mode) raises ``err`` in S2.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -89,8 +92,6 @@ class TensorAlu(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        aw = cfg.acc_width
-        lanes = cfg.batch * cfg.block_out
         m.submodules.loop = loop = UopLoop(cfg)
         insn = self.insn
         m.d.comb += [loop.start.eq(self.start), loop.stop.eq(self.err)]
@@ -99,17 +100,27 @@ class TensorAlu(wiring.Component):
             m.d.comb += getattr(loop, f).eq(getattr(insn, f))
         op = Signal(3)
         use_imm = Signal()
-        imm = Signal(signed(aw))
+        imm = Signal(signed(cfg.acc_width))
         with m.If(self.start):
             m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
+        v3, d3, s3 = self._front(m, loop, use_imm)
+        v5, d5, r5, v4 = self._back(m, v3, d3, s3, op, use_imm, imm)
+        m.d.comb += [self.acc_waddr.eq(d5), self.acc_wdata.eq(r5), self.acc_wen.eq(v5),
+                     self.uop_done.eq(v5)]
+        m.d.comb += self.busy.eq(loop.valid | self._v1 | self._v2 | v3 | v4 | v5)
+        return m
 
+    def _front(self, m, loop, use_imm):
+        """S0 micro-op read → S1 indices → S2 range check and ACC reads; returns S3's
+        valid, dst and src (the reads' data arrive in S3)."""
+        cfg = self._cfg
         m.d.comb += self.uop_raddr.eq(loop.uop_idx)
-        v1 = Signal()
+        v1 = self._v1 = Signal()
         d1, s1 = Signal(OFFSET_BITS), Signal(OFFSET_BITS)
         m.d.sync += [v1.eq(loop.valid & ~self.err), d1.eq(loop.dst_off), s1.eq(loop.src_off)]
         u = Signal(uop(cfg))
         m.d.comb += u.eq(self.uop_rdata)
-        v2 = Signal()
+        v2 = self._v2 = Signal()
         d2, s2 = Signal(OFFSET_BITS + 1), Signal(OFFSET_BITS + 1)
         m.d.sync += [v2.eq(v1 & ~self.err), d2.eq(u.dst + d1), s2.eq(u.src + s1)]
         bad = Signal()
@@ -122,37 +133,43 @@ class TensorAlu(wiring.Component):
         v3 = Signal()
         d3, s3 = Signal(cfg.log_acc_depth), Signal(cfg.log_acc_depth)
         m.d.sync += [v3.eq(v2 & ~bad), d3.eq(d2), s3.eq(s2)]
+        return v3, d3, s3
 
-        # S3: operands, with the two writes the S2 read missed forwarded (the newest wins).
-        v4 = Signal()
-        d4 = Signal(cfg.log_acc_depth)
-        wdata = Signal(cfg.acc_elem_bits)
-        fwd_valid = Signal()
-        fwd_addr = Signal(cfg.log_acc_depth)
-        fwd_data = Signal(cfg.acc_elem_bits)
+    def _back(self, m, v3, d3, s3, op, use_imm, imm):
+        """S3 operands → S4 lanes → S5 write; returns S5's valid, dst and result, and S4's
+        valid. Forwarding (newest wins): S3 takes the S5 result (micro-op two ahead) over
+        the last write (three ahead) over the SRAM data; S4 takes the S5 result (one ahead)
+        when S3 flagged the address match."""
+        cfg = self._cfg
+        aw = cfg.acc_width
+        lanes = cfg.batch * cfg.block_out
+        v4, v5, last_valid = Signal(), Signal(), Signal()
+        d4, d5, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("d4", "d5", "last_addr"))
+        r5, last_data = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
 
         def operand(addr, sram):
-            return Mux(v4 & (d4 == addr), wdata,
-                       Mux(fwd_valid & (fwd_addr == addr), fwd_data, sram))
+            return Mux(v5 & (d5 == addr), r5,
+                       Mux(last_valid & (last_addr == addr), last_data, sram))
 
-        a_vec = Signal(cfg.acc_elem_bits)
-        b_vec = Signal(cfg.acc_elem_bits)
-        m.d.sync += [v4.eq(v3), d4.eq(d3), a_vec.eq(operand(d3, self.acc_rdata)),
-                     b_vec.eq(operand(s3, self.src_rdata))]
+        # S3: operands registered; the flags say the micro-op now in S4 writes them.
+        a4, b4 = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
+        hit_a, hit_b = Signal(), Signal()
+        m.d.sync += [v4.eq(v3), d4.eq(d3),
+                     a4.eq(operand(d3, self.acc_rdata)),
+                     b4.eq(Mux(use_imm, imm.as_unsigned().replicate(lanes),
+                               operand(s3, self.src_rdata))),
+                     hit_a.eq(v4 & (d4 == d3)), hit_b.eq(~use_imm & v4 & (d4 == s3))]
 
-        # S4: the lanes, from registers, and the write.
+        # S4: the lanes, from registers or the result of the micro-op one ahead.
         results = []
         for i in range(lanes):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
-            m.d.comb += [lane.op.eq(op), lane.a.eq(a_vec[i * aw:(i + 1) * aw]),
-                         lane.b.eq(Mux(use_imm, imm, b_vec[i * aw:(i + 1) * aw]))]
+            sl = slice(i * aw, (i + 1) * aw)
+            m.d.comb += [lane.op.eq(op), lane.a.eq(Mux(hit_a, r5[sl], a4[sl])),
+                         lane.b.eq(Mux(hit_b, r5[sl], b4[sl]))]
             results.append(lane.r)
-        m.d.comb += [
-            wdata.eq(Cat(*results)),
-            self.acc_waddr.eq(d4), self.acc_wdata.eq(wdata), self.acc_wen.eq(v4),
-            self.uop_done.eq(v4),
-        ]
-        m.d.sync += [fwd_valid.eq(v4), fwd_addr.eq(d4), fwd_data.eq(wdata)]
-        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4)
-        return m
+        m.d.sync += [v5.eq(v4), d5.eq(d4), r5.eq(Cat(*results))]
+        # S5 writes r5; the last write is kept for the S3 of three micro-ops behind.
+        m.d.sync += [last_valid.eq(v5), last_addr.eq(d5), last_data.eq(r5)]
+        return v5, d5, r5, v4

@@ -39,8 +39,9 @@ class ComputeModule(wiring.Component):
     start — the queue entry and the tokens are popped, the checks run and the unit starts:
     LOAD UOP/ACC/ACC_8BIT → a :class:`~hw.dma.TensorLoader` (LOADING until its ``busy`` is low),
     GEMM → :class:`~hw.gemm.GemmCore`, ALU → :class:`~hw.alu.TensorAlu` (RUN until ``busy`` is
-    low: N + 5 resp. N + 3 cycles for N micro-ops). One RETIRE cycle then pushes g2l
-    (``push_prev``) and g2s (``push_next``); a FINISH signals ``finish`` in its RETIRE cycle.
+    low: N + ``GEMM_LATENCY`` resp. N + ``ALU_LATENCY`` cycles for N micro-ops). One RETIRE
+    cycle then pushes g2l (``push_prev``) and g2s (``push_next``); a FINISH signals ``finish``
+    in its RETIRE cycle.
     FINISH and no-ops (``x_size == 0``) take two cycles (START, RETIRE).
     Every write of ACC also writes the narrowed value into OUT (``out_w*``), so the OUT buffer
     always equals the low OUT-width bits of ACC.

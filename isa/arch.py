@@ -133,9 +133,9 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``).
 GEMM_LATENCY = 5
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
-#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes and write (the multiply
-#: gets a cycle of its own after the SRAM read).
-ALU_LATENCY = 4
+#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes into a register, S5
+#: write (the 32-bit op has a cycle of its own between the SRAM read and the ACC write).
+ALU_LATENCY = 5
 
 #: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
 #: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).

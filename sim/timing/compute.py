@@ -30,7 +30,7 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = 5 GEMM, 4 ALU); ``busy`` for N + L cycles. If micro-op *j* has an
+    *c* + 1 + *j* + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``); ``busy`` for N + L cycles. If micro-op *j* has an
     index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops, and the *j* micro-ops
     before it still complete.
     """
@@ -66,7 +66,7 @@ class ComputeModule(ModuleBase):
     """``hw.compute.ComputeModule``: start in *s* (l2g token if ``pop_prev``, s2g if
     ``pop_next``): entry and tokens popped, checks, the unit starts — LOAD → a
     :class:`TensorLoader` (LOADING until its ``busy`` is low), GEMM/ALU → RUN until the
-    unit's ``busy`` is low (N + 5 resp. N + 3 cycles). One RETIRE cycle pushes g2l
+    unit's ``busy`` is low (N + the unit's latency cycles). One RETIRE cycle pushes g2l
     (``push_prev``) and g2s (``push_next``); FINISH signals ``finish`` in its RETIRE cycle.
     FINISH and no-ops take two cycles.
     """
