@@ -30,9 +30,9 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``); ``busy`` for N + L cycles. If micro-op *j* has an
-    index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops, and the *j* micro-ops
-    before it still complete.
+    *c* + 1 + *j* + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``); ``busy`` for N + L cycles. If
+    micro-op *j* has an index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops,
+    and the *j* micro-ops before it still complete.
     """
 
     __slots__ = ("start", "busy_end", "err_at", "done_lo", "done_hi", "count", "gemm")
