@@ -293,15 +293,19 @@ class Core:
 
 def _snapshot(self) -> tuple:
     """Every register that a cycle can change, except time itself (see :meth:`run`); the
-    last :data:`_RAMPS` values are the ramp registers (see :func:`_ramp`)."""
+    last :data:`_RAMPS` values are the ramp registers (see :func:`_ramp`). It is compared
+    with the snapshot from just before the cycle, so the memory's queues and the arbiter's
+    tags are their event counts: between two cycles they change only by a command
+    (``bursts``), a beat (``read_beats``, ``write_beats``), a burst's end (``read_done``,
+    ``write_done``) and a ``wr_ack`` (``arb.writes``)."""
     f, ld, cp, st = self.fetch, self.load, self.compute, self.store
     fr, la, ca, w = f.reader, ld.active, cp.active, st.writer
     lr, cr = la.reader, ca.reader
     lq, cq, sq = self.queues
     m, arb = self.mem, self.arb
     return (self.running, self.done, self.fetch_err, self.mod_err, self.core_err,
-            self.finish_seen, tuple(map(tuple, m.reads)), tuple(map(tuple, m.writes)),
-            tuple(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, tuple(arb.tags), arb.writes,
+            self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
+            len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.writes,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,
@@ -432,22 +436,25 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
-        issued = mem.bursts
         step()
-        moved = mem.read_beats != rbeats or mem.write_beats != wbeats
+        rmoved, wmoved = mem.read_beats != rbeats, mem.write_beats != wbeats
+        moved = rmoved or wmoved
         if periods is not None:
+            kind = None
             if mem.bursts != bursts:
                 kind = GRANT                # a command handed to the memory
-            elif mem.read_beats != rbeats and mem.reads and \
-                    _look(mem.reads[0]) is not None:
-                kind = _look(mem.reads[0])          # 0 or 4
-            elif mem.write_beats != wbeats and mem.writes and \
-                    _look(mem.writes[0]) is not None:
-                kind = 3 + _look(mem.writes[0]) // 2     # 3 or 5
-            else:                           # or writing padding zeros
-                la, ca = self.load.active, self.compute.active
-                kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
-                             (ca.fsm in _PADDING and ca.n and not ca.n & 3)) else None
+            else:
+                if rmoved and mem.reads:
+                    kind = _look(mem.reads[0])              # 0 or 4
+                if kind is None and wmoved and mem.writes:
+                    kind = _look(mem.writes[0])
+                    if kind is not None:
+                        kind = 3 + kind // 2                # 3 or 5
+                if kind is None:                # or writing padding zeros
+                    la, ca = self.load.active, self.compute.active
+                    if (la.fsm in _PADDING and la.n and not la.n & 3) or \
+                            (ca.fsm in _PADDING and ca.n and not ca.n & 3):
+                        kind = 2
             if kind is not None:
                 jumped = periods.observe(max_cycles, kind)
                 bursts = mem.bursts
@@ -457,7 +464,7 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                     if beats is not None:
                         beats.forget()
                     continue
-            if beats is not None and mem.bursts == issued and (moved or beats.pending()) \
+            if beats is not None and (moved or beats.pending()) \
                     and beats.observe(max_cycles):
                 prev = None
                 rbeats, wbeats = mem.read_beats, mem.write_beats
