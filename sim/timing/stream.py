@@ -12,7 +12,8 @@ with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
 :meth:`BeatSkipper._write`, until a comparison on them changes its outcome:
 
 * a burst's last beat (it leaves the memory's queue and the arbiter's tags) — the window ends
-  before the head burst's last beat, and before the writer's ``beat == burst − 1``;
+  before the head burst's last beat, and before the writer's ``beat == burst − 1`` (in a
+  drain, see below, before the last queued burst's);
 * an element that ends a row (``left == 1``, the loader's ``n == 1``, the store's OUT reader
   running dry): the window ends before it;
 * a time comparison of another block: the next write burst's first cycle, a ``wr_ack``, the
@@ -22,7 +23,10 @@ with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
   unacknowledged): such acks are applied in closed form and do not end the window.
 
 Elements at least a beat wide take ``k`` beats each (one per cycle); narrower ones one element
-per cycle, a beat with every ``per``-th. Only ``mem_beat_interval`` 1 (the channels never wait
+per cycle, a beat with every ``per``-th. In a store's drain (the writer has no command left)
+a write burst's end changes only the memory's queue, the writer's data cursor and burst count
+and the acks to come: the skip runs on through the bursts queued behind the head (elements at
+least a beat wide), up to the last one's last beat. Only ``mem_beat_interval`` 1 (the channels never wait
 for each other) and the load and compute loaders (not fetch: its data are instructions) are
 covered. The event counters advance as in :meth:`Core.skip`. Tests compare every skip with
 stepping (``verify``) and whole runs with the RTL.
@@ -208,10 +212,35 @@ class BeatSkipper:
             j = min(j, b * w.per - 1 - w.lane, w.left - 1, st.left - 1)
             return (j, j, (w.lane + j) // w.per) if j > 0 else None
         k = w.k
+        if w.iw.left == 0:      # a drain: on through the arrived bursts behind the head
+            t, writes = core.t, m.writes
+            for i in range(1, len(writes)):
+                if writes[i][1] > t:
+                    break
+                b += writes[i][0]
         j = min(j, b - 1, st.left * k - 1 - w.sub if k > 1 else st.left - 1)
         if j <= 0:
             return None
         return j, (w.sub + j) // k if k > 1 else j, j
+
+    def _write_beats(self, t: int, beats: int) -> None:
+        """Move ``beats`` write beats from cycle ``t`` on, one per cycle: whole bursts first
+        (a drain, see :meth:`_write`; never the last one's last beat), as the clock edge of
+        their last beat does (``MemoryTiming.write_beat``, ``DmaWriter.update``)."""
+        core = self.core
+        m, w = core.mem, core.store.writer
+        writes = m.writes
+        while beats >= writes[0][0]:
+            n = writes.popleft()[0]
+            beats -= n
+            t += n
+            m.write_done += 1
+            m.acks.append(t - 1 + m.latency)
+            w.dw.advance()
+            w.beat = 0
+            w.ahead -= 1
+        writes[0][0] -= beats
+        w.beat += beats
 
     # ------------------------------------------------------------------ the skip
     def _skip(self, ld, wr_on: bool, max_cycles: int) -> bool:
@@ -272,11 +301,10 @@ class BeatSkipper:
                 last = t + j - 1
                 if w.k > 1:
                     w.sub = (w.sub + j) % w.k
-            w.beat += beats
             st.left -= e
-            m.writes[0][0] -= beats
             m.write_beats += beats
             last_w = last if beats else None
+            self._write_beats(t, beats)
             if self._folds_acks(True):
                 acks, end = m.acks, t + j
                 while acks and acks[0] < end:
