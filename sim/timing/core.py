@@ -569,8 +569,11 @@ Core.ramped = 0
 
 
 def _copy_core(self):
-    """A copy of the core sharing its DRAM, its skippers off (to check a skip by stepping)."""
-    ref = copy.deepcopy(self, {id(self.dram): self.dram})
+    """A copy of the core sharing its DRAM, on-chip buffers (the semantics), decoder and
+    skippers, the skippers off: to check a ramp skip by stepping (no instruction starts inside
+    one; if a wrong skip let one start, the states compared differ anyway)."""
+    shared = (self.dram, self.sem, self.decoder, self.periods, self.beats)
+    ref = copy.deepcopy(self, {id(x): x for x in shared})
     ref.periods = ref.beats = None
     return ref
 

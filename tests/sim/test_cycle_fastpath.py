@@ -51,9 +51,11 @@ def test_fast_path_equals_stepping(config, memory, seed, streaming):
     assert np.array_equal(fast.dram, slow.dram)
 
 
-def test_beats_are_skipped():
-    """The benchmark's kind of transfer (whole-buffer loads and stores) does skip beats, on a
-    wide and on a narrow configuration, at both latencies of the benchmark."""
+def test_beats_and_ramps_are_skipped():
+    """The benchmark's kind of transfer (whole-buffer loads and stores) does skip beats, and
+    ramps (queue heads' ages, padding zeros: ``Core.ramp``) are skipped too, each skip checked
+    against stepping (``verify_jumps``), on a wide and on a narrow configuration, at both
+    latencies of the benchmark."""
     for config in ("default", "small"):
         for latency in (4, 32):
             cfg = load_config(config).replace(mem_latency=latency)
@@ -61,18 +63,7 @@ def test_beats_are_skipped():
             fast, slow = simulate(image), simulate(image, fast=False)
             assert _state(fast) == _state(slow)
             assert fast.beats.skips > 0 and fast.beats.skipped_cycles > 0
-
-
-def test_ramps_are_skipped():
-    """Cycles that only count a queue head's age or a loader's padding zeros are skipped in
-    closed form (``Core.ramp``), each skip checked against stepping (``verify_jumps``), and
-    the whole run equals stepping."""
-    cfg = load_config("default").replace(mem_latency=4)
-    image = _padded(streaming_program(cfg, 5))
-    fast, slow = simulate(image), simulate(image, fast=False)
-    assert _state(fast) == _state(slow)
-    assert np.array_equal(fast.dram, slow.dram)
-    assert fast.ramped > 0
+            assert fast.ramped > 0
 
 
 def _store_drain(cfg, rows: int, x: int, gap: int, race: bool):
