@@ -34,8 +34,6 @@ stepping (``verify``) and whole runs with the RTL.
 
 from __future__ import annotations
 
-import copy
-
 __all__ = ["BeatSkipper", "stream_key"]
 
 T_DATA = 4      # sim.timing.dma.T_DATA
@@ -263,8 +261,9 @@ class BeatSkipper:
             j = wr[0]
         if j <= 0:
             return False
-        # The copy shares the DRAM: no instruction starts inside the window.
-        ref = copy.deepcopy(core, {id(core.dram): core.dram}) if self.verify else None
+        # The copy shares the DRAM and buffers (Core._copy): no instruction starts inside the
+        # window.
+        ref = core._copy() if self.verify else None
         t = core.t
         m = core.mem
         last_r = last_w = None
