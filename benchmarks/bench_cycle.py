@@ -1,7 +1,7 @@
 """Simulated cycles per second of the cycle-accurate simulator and of the compiled RTL.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_cycle.py [--config default small]
-        [--latency 4 32] [--scale 1] [--repeat 3]
+        [--latency 4 32] [--scale 1] [--repeat 3] [--baseline DIR]
 
 Two long programs, each about a million cycles: a blocked GEMM (per block: load an INP
 tile and a WGT tile, one GEMM over them, store the block) and a convolution-like program (a
@@ -11,15 +11,20 @@ the driver's ``rtl`` backend (its Verilator build is cached and not timed) for e
 configuration and ``MEM_LATENCY``; cycles, counters and DRAM must agree. The issue's goal is a
 speed-up of at least 10x, judged in CPU time (this process and the harness processes it
 starts): on a shared machine the wall time mostly measures the other users. The last lines
-are a table of the ratios. Figures: docs/timing.md.
+are a table of the ratios. ``--baseline DIR`` also times the cycle simulator of another
+checkout (e.g. ``git worktree add /tmp/before <commit>``) on the same images in the same run,
+in a child process, and prints its ratio as "before". Figures: docs/timing.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -159,17 +164,54 @@ def programs(cfg, scale: float) -> dict:
             "convolution-like": conv_like(cfg, max(1, int(conv_tiles * scale)))}
 
 
-def measure(cfg, scale: float, repeat: int, rtl) -> list:
+#: Run in a child process with a baseline checkout first on ``sys.path``: the CPU time of its
+#: ``run_image`` on an image file (best of ``repeat``), its cycles and counters.
+_BASELINE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from isa.image import load_image
+from sim.cycle import run_image
+image = load_image(sys.argv[2])     # not timed (as in measure(): the image is in memory)
+run_image(image)            # warm-up (lazy imports, first-touch pages), as in measure()
+best = None
+for _ in range(int(sys.argv[3])):
+    cpu = time.process_time()
+    r = run_image(image)
+    used = time.process_time() - cpu
+    best = used if best is None else min(best, used)
+print(json.dumps({"cpu": best, "cycles": r.cycles, "counters": r.counters}))
+"""
+
+
+def baseline_cpu(baseline: str, image, repeat: int, expect) -> float:
+    """CPU seconds of the baseline checkout's cycle simulator on ``image`` (which must give
+    the cycles and counters of ``expect``)."""
+    from isa.image import save_image
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "image.npz")
+        save_image(path, image)
+        done = subprocess.run([sys.executable, "-c", _BASELINE, baseline, path, str(repeat)],
+                              capture_output=True, text=True, timeout=3600, cwd=baseline)
+    if done.returncode:
+        raise RuntimeError(f"the baseline at {baseline} failed:\n{done.stderr[-2000:]}")
+    out = json.loads(done.stdout.splitlines()[-1])
+    if out["cycles"] != expect.cycles or out["counters"] != expect.counters:
+        raise RuntimeError(f"the baseline at {baseline} disagrees: {out['cycles']} cycles")
+    return out["cpu"]
+
+
+def measure(cfg, scale: float, repeat: int, rtl, baseline: str | None = None) -> list:
     """Run both programs on both simulators; print a line each; return (program, cycles,
-    speed-up in CPU time or None, exact) per program."""
+    speed-up in CPU time or None, exact, the baseline's speed-up or None) per program."""
     from sim.cycle import run_image
     rows = []
     for name, image in programs(cfg, scale).items():
+        run_image(image)        # warm-up: lazy imports and first-touch pages are not timed
         sim, sim_s, sim_cpu = _time(run_image, image, repeat)
         line = (f"{cfg.name} MEM_LATENCY {cfg.mem_latency}, {name}: {image.insn_count} "
                 f"instructions, {sim.cycles} cycles; cycle sim {sim_s:.2f} s wall, "
                 f"{sim_cpu:.2f} s CPU = {sim.cycles / sim_cpu / 1e6:.2f} M cycles/s")
-        speedup, same = None, True
+        speedup, same, before = None, True, None
         if rtl is not None:
             ref, rtl_s, rtl_cpu = _time(rtl.run, image, repeat)
             same = (ref.cycles == sim.cycles and np.array_equal(ref.dram, sim.dram)
@@ -180,11 +222,15 @@ def measure(cfg, scale: float, repeat: int, rtl) -> list:
                      f"in CPU time, {rtl_s / sim_s:.1f}x in wall time (goal {GOAL:.0f}x: "
                      f"{'met' if speedup >= GOAL else 'NOT met'}); "
                      f"{'exact' if same else 'MISMATCH'}")
+        if baseline is not None and rtl is not None:
+            base_cpu = baseline_cpu(baseline, image, repeat, sim)
+            before = rtl_cpu / base_cpu
+            line += f"; baseline {base_cpu:.2f} s CPU = {before:.1f}x"
         print(line, flush=True)
         s = sim.summary
         print(f"  GEMM utilisation {s['mac_utilisation']:.1%}, memory busy "
               f"{s['mem_busy_fraction']:.1%}, {s['bandwidth_bytes_per_cycle']:.2f} bytes/cycle")
-        rows.append((name, sim.cycles, speedup, same))
+        rows.append((name, sim.cycles, speedup, same, before))
     return rows
 
 
@@ -197,6 +243,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="program length factor")
     ap.add_argument("--repeat", type=int, default=1,
                     help="time each simulator this many times and keep the fastest")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout whose cycle simulator is timed too (\"before\")")
     args = ap.parse_args(argv)
     from driver.backends import BackendUnavailable, get_backend
     from isa.config import load_config
@@ -214,15 +262,18 @@ def main(argv=None) -> int:
         for latency in args.latency:
             cfg = base.replace(mem_latency=latency)
             table += [(cfg.name, latency, *row) for row in measure(cfg, args.scale,
-                                                                   args.repeat, rtl)]
+                                                                   args.repeat, rtl,
+                                                                   args.baseline)]
     print(f"\nspeed-up of the cycle simulator over the RTL in CPU time (goal {GOAL:.0f}x); "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'config':<10} {'latency':>7}  {'program':<18} {'cycles':>9}  {'speed-up':>8}")
+    print(f"{'config':<10} {'latency':>7}  {'program':<18} {'cycles':>9}  {'speed-up':>8}"
+          + ("  before" if args.baseline else ""))
     status = 0
-    for cfg_name, latency, prog, cycles, speedup, same in table:
+    for cfg_name, latency, prog, cycles, speedup, same, before in table:
         ratio = "n/a" if speedup is None else f"{speedup:.1f}x"
         verdict = ("" if speedup is None else " met" if speedup >= GOAL else " NOT met")
-        print(f"{cfg_name:<10} {latency:>7}  {prog:<18} {cycles:>9}  {ratio:>8}{verdict}"
+        was = "" if before is None else f"  {before:.1f}x"
+        print(f"{cfg_name:<10} {latency:>7}  {prog:<18} {cycles:>9}  {ratio:>8}{verdict}{was}"
               f"{'' if same else '  MISMATCH'}")
         status |= not same
     return int(status)

@@ -149,6 +149,10 @@ class ComputeModule(ModuleBase):
         fsm = self.fsm
         start = self.start
         a = self.active
+        if fsm == RUN and a.fsm == 0 and not cmd_fire and not rd_valid:   # the loader idle
+            if not self.err and t > self.run.busy_end:
+                self.fsm = RETIRE
+            return
         if fsm == LOADING and not any(ld.busy for ld in self.loaders):
             self.fsm = RETIRE
         a.update(start is a, head[1].f if start is a else None, cmd_fire, rd_valid, rd_last)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from isa.arch import COUNTERS
+import copy
+
+from isa.arch import COUNTERS, HEAD_SETTLE
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
 from sim.functional import SimulationError
@@ -12,7 +14,7 @@ from .decode import Decoder
 from .fetch import FetchModule
 from .load import LoadModule
 from .memport import MemArbiter, MemoryTiming
-from .period import GRANT, PeriodSkipper
+from .period import GRANT, PeriodSkipper, check_by_stepping
 from .queues import CommandQueue, TokenQueues
 from .semantics import FastSemantics
 from .stream import BeatSkipper
@@ -86,20 +88,26 @@ class Core:
 
     # ------------------------------------------------------------------ one cycle
     def step(self) -> None:
+        """One cycle: every block's combinational outputs from the registers (the RTL's
+        dependency order), then the clock edge. (Hot: locals and no containers per cycle.)"""
         t = self.t
         fetch, load, compute, store = self.fetch, self.load, self.compute, self.store
         lq, cq, sq = self.queues
         tok, mem, arb = self.tokens, self.mem, self.arb
         count = tok.count
         go = t == 0
-        halt_modules = self.fetch_err or self.mod_err or self.core_err or self.finish_seen
-        fetch.comb(go, self.fetch_err or self.core_err,
+        fetch_err, mod_err, core_err = self.fetch_err, self.mod_err, self.core_err
+        halt_modules = fetch_err or mod_err or core_err or self.finish_seen
+        fetch.comb(go, fetch_err or core_err,
                    (len(lq.inner) != lq.inner_depth, len(cq.inner) != cq.inner_depth,
                     len(sq.inner) != sq.inner_depth), self.dram_size)
-        failed = self.fetch_err or self.core_err or (self.mod_err and fetch.quiet)
-        load.comb(t, lq.ready, lq.head, halt_modules, count[1] != 0)
-        compute.comb(t, cq.ready, cq.head, halt_modules, count[0] != 0, count[3] != 0)
-        store.comb(t, sq.ready, sq.head, halt_modules, count[2] != 0)
+        failed = fetch_err or core_err or (mod_err and fetch.quiet)
+        load.comb(t, lq.head_valid and lq.age == HEAD_SETTLE, lq.head, halt_modules,
+                  count[1] != 0)
+        compute.comb(t, cq.head_valid and cq.age == HEAD_SETTLE, cq.head, halt_modules,
+                     count[0] != 0, count[3] != 0)
+        store.comb(t, sq.head_valid and sq.age == HEAD_SETTLE, sq.head, halt_modules,
+                   count[2] != 0)
 
         # Tokens: l2g 0, g2l 1, g2s 2, s2g 3.
         if load.pop or compute.pop or store.pop:
@@ -110,64 +118,75 @@ class Core:
                    bool(sf and sf["pop_prev"]), bool(cf and cf["pop_next"]))
         else:
             pop = _NONE4
-        push = (load.push[1], compute.push[0], compute.push[1], store.push[0])
-        if push != _NONE4:
-            if load.push[1] and tok.overflow(0, True, pop[0]):
+        lpush, cpush, spush = load.push, compute.push, store.push
+        if lpush[1] or cpush[0] or cpush[1] or spush[0]:
+            push = (lpush[1], cpush[0], cpush[1], spush[0])
+            if push[0] and tok.overflow(0, True, pop[0]):
                 load.err, load.err_index = ErrorCode.TOKEN_OVERFLOW, load.index
             if (push[1] and tok.overflow(1, True, pop[1])) or \
                     (push[2] and tok.overflow(2, True, pop[2])):
                 compute.err, compute.err_index = ErrorCode.TOKEN_OVERFLOW, compute.index
             if push[3] and tok.overflow(3, True, pop[3]):
                 store.err, store.err_index = ErrorCode.TOKEN_OVERFLOW, store.index
+        else:
+            push = _NONE4
 
-        # Memory port: outputs of the memory and the arbiter from this cycle's registers.
-        arb_busy = not arb.idle
-        rd_mem, wr_ready = mem.channels(t)
-        wr_ack = mem.wr_ack(t)
-        cmd_fire = [False, False, False, False]
-        rd_valid = [False, False, False]
-        rd_last = False
-        cmds = None
-        grant = None
+        # Memory port: outputs of the memory and the arbiter from this cycle's registers
+        # (MemoryTiming.channels and wr_ack, inlined).
+        tags = arb.tags
+        arb_busy = bool(tags) or arb.writes != 0
+        reads, writes, acks = mem.reads, mem.writes, mem.acks
+        rd_mem = bool(reads) and t >= reads[0][1] and t >= mem.slot
+        wr_ready = bool(writes) and t >= writes[0][1] and t >= mem.slot
+        if rd_mem and wr_ready and mem.k > 1:
+            rd_mem, wr_ready = not mem.write_turn, mem.write_turn
+        wr_ack = bool(acks) and acks[0] == t
+        fire = -1               # the read client whose command fires
+        wfire = False           # the store's write command fires
+        rd_to = -1              # the read client the memory's beat goes to
+        rd_last = rd_fire = False
+        cmds = grant = None
         if not failed:
-            if len(arb.tags) != arb.n and (fetch.reader.iw.left or load.active.reader.iw.left
-                                           or compute.active.reader.iw.left):
+            if len(tags) != arb.n and (fetch.reader.iw.left or load.active.reader.iw.left
+                                       or compute.active.reader.iw.left):
                 cmds = (fetch.cmd(), load.cmd(), compute.cmd())
                 grant = arb.pick(cmds)
-                if grant is not None and mem.rcmd_ready():
-                    cmd_fire[grant] = True
+                if grant is not None and len(reads) < mem.n:
+                    fire = grant
             if store.writer.iw.left:
                 wcmd = store.cmd()
-                if wcmd is not None and mem.wcmd_ready():
-                    cmd_fire[3] = True
-        rd_fire = False
-        if rd_mem and arb.tags:
-            g = arb.tags[0]
-            rd_valid[g] = True
-            rd_last = mem.reads[0][0] == 1
+                if wcmd is not None and len(writes) + len(acks) < mem.n:
+                    wfire = True
+        if rd_mem and tags:
+            rd_to = g = tags[0]
+            rd_last = reads[0][0] == 1
             rd_fire = (fetch.rd_ready() if g == 0 else
                        load.rd_ready() if g == 1 else compute.rd_ready())
         wr_fire = wr_ready and store.wr_valid()
 
         if self.tracing:
-            self._observe(t, cmds, cmd_fire, rd_fire, wr_fire)
+            self._observe(t, cmds, [fire == 0, fire == 1, fire == 2, wfire], rd_fire,
+                          wr_fire)
 
         # Errors, FINISH, deadlock, done.
         running = self.running
-        new = {}
-        if running and fetch.err and not self.fetch_err and not self.core_err:
-            new["fetch_err"] = True
-            new["err"] = (fetch.err, fetch.err_index)
+        new_fetch_err = new_core_err = new_finish = False
+        new_err = new_mod_err = None
+        if running and fetch.err and not fetch_err and not core_err:
+            new_fetch_err = True
+            new_err = (fetch.err, fetch.err_index)
         best = None
         if load.err or compute.err or store.err:
             for mod in self.modules:
                 if mod.err and (best is None or mod.err_index < best[1]):
                     best = (mod.err, mod.err_index)
-        if running and not self.mod_err and best is not None:
-            new["mod_err"] = best
+        if running and not mod_err and best is not None:
+            new_mod_err = best
         if running and compute.finish and best is None:
-            new["finish_seen"] = True
-        if running and not halt_modules and not fetch.err and fetch.quiet:
+            new_finish = True
+        if running and not halt_modules and not fetch.err and fetch.quiet and \
+                (load.idle or load.blocked) and (compute.idle or compute.blocked) and \
+                (store.idle or store.blocked):
             quiet = True
             all_empty = True
             blocked_min = _NO_INDEX
@@ -180,16 +199,16 @@ class Core:
                     quiet = False
                     break
             if quiet:
-                new["core_err"] = True
+                new_core_err = True
                 if all_empty and fetch.all_dispatched:
-                    new["err"] = (ErrorCode.MISSING_FINISH, (self.insn_count - 1) & _NO_INDEX)
+                    new_err = (ErrorCode.MISSING_FINISH, (self.insn_count - 1) & _NO_INDEX)
                 else:
-                    new["err"] = (ErrorCode.DEADLOCK, blocked_min)
+                    new_err = (ErrorCode.DEADLOCK, blocked_min)
         done = False
         if running:
             if failed and not arb_busy:
                 done = True
-            if self.finish_seen and not self.mod_err and not self.fetch_err and fetch.quiet:
+            if self.finish_seen and not mod_err and not fetch_err and fetch.quiet:
                 done = True
 
         # Counters (the RTL counts while (running | go) & ~done: every simulated cycle).
@@ -224,41 +243,45 @@ class Core:
         if rd_fire:
             mem.read_beat(t)
             if rd_last:
-                arb.tags.popleft()
+                tags.popleft()
         if wr_fire:
             mem.write_beat(t)
-        if grant is not None and cmd_fire[grant]:
-            c = cmds[grant]
-            mem.read_command(t, c[0], c[1], grant)
-            arb.tags.append(grant)
-            arb.ptr = (grant + 1) % 3
-        if cmd_fire[3]:
+        if fire >= 0:
+            cmd = cmds[fire]
+            mem.read_command(t, cmd[0], cmd[1], fire)
+            tags.append(fire)
+            arb.ptr = (fire + 1) % 3
+        if wfire:
             mem.write_command(t, *wcmd)
             arb.writes += 1
         entry = (fetch.index, fetch.buf[0]) if fetch.dispatch is not None else None
-        heads = (lq.head, cq.head, sq.head)
-        fetch.update(go, cmd_fire[0], rd_valid[0], rd_last)
-        load.update(t, heads[0], cmd_fire[1], rd_valid[1], rd_last)
-        compute.update(t, heads[1], cmd_fire[2], rd_valid[2], rd_last)
-        store.update(t, heads[2], cmd_fire[3], wr_ready, wr_ack)
+        lhead, chead, shead = lq.head, cq.head, sq.head
+        fetch.update(go, fire == 0, rd_to == 0, rd_last)
+        load.update(t, lhead, fire == 1, rd_to == 1, rd_last)
+        compute.update(t, chead, fire == 2, rd_to == 2, rd_last)
+        store.update(t, shead, wfire, wr_ready, wr_ack)
         d = fetch.dispatch
-        lq.update(d == 0, entry, load.pop)
-        cq.update(d == 1, entry, compute.pop)
-        sq.update(d == 2, entry, store.pop)
-        if push != _NONE4 or pop != _NONE4:
+        # (A queue with nothing written, read or ageing keeps its registers: no call.)
+        if d == 0 or load.pop or lq.inner or (lq.head_valid and lq.age != HEAD_SETTLE):
+            lq.update(d == 0, entry, load.pop)
+        if d == 1 or compute.pop or cq.inner or (cq.head_valid and cq.age != HEAD_SETTLE):
+            cq.update(d == 1, entry, compute.pop)
+        if d == 2 or store.pop or sq.inner or (sq.head_valid and sq.age != HEAD_SETTLE):
+            sq.update(d == 2, entry, store.pop)
+        if push is not _NONE4 or pop is not _NONE4:
             tok.update(push, pop)
         if go:
             self.running = True
-        if "fetch_err" in new:
+        if new_fetch_err:
             self.fetch_err = True
-        if "core_err" in new:
+        if new_core_err:
             self.core_err = True
-        if "err" in new:
-            self.err_code, self.err_index = new["err"]
-        if "mod_err" in new:
+        if new_err is not None:
+            self.err_code, self.err_index = new_err
+        if new_mod_err is not None:
             self.mod_err = True
-            self.mod_code, self.mod_index = new["mod_err"]
-        if "finish_seen" in new:
+            self.mod_code, self.mod_index = new_mod_err
+        if new_finish:
             self.finish_seen = True
         self.done = done
         self.t = t + 1
@@ -269,24 +292,77 @@ class Core:
 
 
 def _snapshot(self) -> tuple:
-    """Every register that a cycle can change, except time itself (see :meth:`run`)."""
+    """Every register that a cycle can change, except time itself (see :meth:`run`); the
+    last :data:`_RAMPS` values are the ramp registers (see :func:`_ramp`). It is compared
+    with the snapshot from just before the cycle, so the memory's queues and the arbiter's
+    tags are their event counts: between two cycles they change only by a command
+    (``bursts``), a beat (``read_beats``, ``write_beats``), a burst's end (``read_done``,
+    ``write_done``) and a ``wr_ack`` (``arb.writes``)."""
     f, ld, cp, st = self.fetch, self.load, self.compute, self.store
     fr, la, ca, w = f.reader, ld.active, cp.active, st.writer
     lr, cr = la.reader, ca.reader
     lq, cq, sq = self.queues
     m, arb = self.mem, self.arb
     return (self.running, self.done, self.fetch_err, self.mod_err, self.core_err,
-            self.finish_seen, tuple(map(tuple, m.reads)), tuple(map(tuple, m.writes)),
-            tuple(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, tuple(arb.tags), arb.writes,
+            self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
+            len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.writes,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
-            fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, la.n, lr.iw.left, lr.active,
+            fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,
-            cp.fsm, cp.index, id(ca), ca.fsm, ca.r, ca.n, cr.iw.left, cr.active, cr.cnt,
+            cp.fsm, cp.index, id(ca), ca.fsm, ca.r, cr.iw.left, cr.active, cr.cnt,
             cr.lane, cr.left,
             st.fsm, st.index, st.left, st.valid, w.iw.left, w.active, w.pending, w.ahead, w.beat,
             w.sub, w.lane, w.left,
-            len(lq.inner), lq.head_valid, lq.age, len(cq.inner), cq.head_valid, cq.age,
-            len(sq.inner), sq.head_valid, sq.age, *self.tokens.count)
+            len(lq.inner), lq.head_valid, len(cq.inner), cq.head_valid,
+            len(sq.inner), sq.head_valid, *self.tokens.count,
+            lq.age, cq.age, sq.age, la.n, ca.n)
+
+
+#: How many ramp registers end :meth:`Core.snapshot`: the three queue heads' ages, then the
+#: active load and compute loaders' element counters.
+_RAMPS = 5
+#: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD).
+_PADDING = (2, 3, 5)
+
+
+def _ramp(self, before: tuple, after: tuple) -> int:
+    """Cycles from ``self.t`` on that repeat the last one, which changed only ramp registers
+    (``before``/``after``: their values around it), or 0.
+
+    A ramp register counts by one each cycle and is read only by one comparison: a queue
+    head's ``age`` counts up to ``HEAD_SETTLE`` (``ready`` is its only output), a loader
+    writing zeros counts ``n`` down to 1 (its row or padding ends there; nothing else reads
+    ``n``). While no comparison changes, every next cycle computes the same outputs as the
+    last one and moves the ramps by the same steps, so the cycles up to the first change
+    repeat it (:meth:`skip` then moves the ramps)."""
+    m = None
+    for q, a0, a1 in zip(self.queues, before, after):
+        if a1 != a0:
+            if a1 != a0 + 1 or not q.head_valid:
+                return 0
+            room = HEAD_SETTLE - a1     # cycles whose comb still sees age < HEAD_SETTLE
+            m = room if m is None or room < m else m
+    for ld, n0, n1 in ((self.load.active, before[3], after[3]),
+                       (self.compute.active, before[4], after[4])):
+        if n1 != n0:
+            if n1 != n0 - 1 or ld.fsm not in _PADDING:
+                return 0
+            room = n1 - 1               # cycles whose update still sees n > 1
+            m = room if m is None or room < m else m
+    return m or 0
+
+
+def _move_ramps(self, before: tuple, after: tuple, n: int) -> None:
+    """Move the ramp registers that moved in the last cycle (``before``/``after``) by ``n``
+    more steps (and the zeros written with them)."""
+    for q, a0, a1 in zip(self.queues, before, after):
+        if a1 != a0:
+            q.age += n
+    for ld, n0, n1 in ((self.load.active, before[3], after[3]),
+                       (self.compute.active, before[4], after[4])):
+        if n1 != n0:
+            ld.n -= n
+            ld.writes += n
 
 
 def _next_event(self, t: int) -> int:
@@ -332,8 +408,6 @@ def _skip(self, until: int) -> None:
 #: up to 4 elements per beat). Shorter bursts are not worth a look inside.
 _STREAM_OFFSETS = {1: 0, 3: 4, 5: 4}
 _LONG_BURST = 32
-#: TensorLoader states writing zeros, one per cycle (ZERO, LPAD, RPAD): observed every 4th.
-_PADDING = (2, 3, 5)
 
 
 def _look(burst) -> "int | None":
@@ -362,22 +436,25 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
-        issued = mem.bursts
         step()
-        moved = mem.read_beats != rbeats or mem.write_beats != wbeats
+        rmoved, wmoved = mem.read_beats != rbeats, mem.write_beats != wbeats
+        moved = rmoved or wmoved
         if periods is not None:
+            kind = None
             if mem.bursts != bursts:
                 kind = GRANT                # a command handed to the memory
-            elif mem.read_beats != rbeats and mem.reads and \
-                    _look(mem.reads[0]) is not None:
-                kind = _look(mem.reads[0])          # 0 or 4
-            elif mem.write_beats != wbeats and mem.writes and \
-                    _look(mem.writes[0]) is not None:
-                kind = 3 + _look(mem.writes[0]) // 2     # 3 or 5
-            else:                           # or writing padding zeros
-                la, ca = self.load.active, self.compute.active
-                kind = 2 if ((la.fsm in _PADDING and la.n and not la.n & 3) or
-                             (ca.fsm in _PADDING and ca.n and not ca.n & 3)) else None
+            else:
+                if rmoved and mem.reads:
+                    kind = _look(mem.reads[0])              # 0 or 4
+                if kind is None and wmoved and mem.writes:
+                    kind = _look(mem.writes[0])
+                    if kind is not None:
+                        kind = 3 + kind // 2                # 3 or 5
+                if kind is None:                # or writing padding zeros
+                    la, ca = self.load.active, self.compute.active
+                    if (la.fsm in _PADDING and la.n and not la.n & 3) or \
+                            (ca.fsm in _PADDING and ca.n and not ca.n & 3):
+                        kind = 2
             if kind is not None:
                 jumped = periods.observe(max_cycles, kind)
                 bursts = mem.bursts
@@ -387,7 +464,7 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                     if beats is not None:
                         beats.forget()
                     continue
-            if beats is not None and mem.bursts == issued and (moved or beats.pending()) \
+            if beats is not None and (moved or beats.pending()) \
                     and beats.observe(max_cycles):
                 prev = None
                 rbeats, wbeats = mem.read_beats, mem.write_beats
@@ -403,6 +480,19 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 if until > self.t:
                     self.skip(until)
                     self.skipped += 1
+            elif prev is not None and snap[:-_RAMPS] == prev[:-_RAMPS]:
+                ramps0, ramps1 = prev[-_RAMPS:], snap[-_RAMPS:]
+                until = min(self.next_event(self.t), max_cycles, self.t + self.ramp(ramps0,
+                                                                                    ramps1))
+                if until > self.t:
+                    ref = self._copy() if periods is not None and periods.verify else None
+                    self.move_ramps(ramps0, ramps1, until - self.t)
+                    self.skip(until)
+                    self.ramped += 1
+                    if ref is not None:
+                        check_by_stepping(self, ref, "ramp skip",
+                                          lambda c: (c.mem.slot, c.mem.write_turn))
+                    snap = self.snapshot()      # the state before the next cycle
             prev = snap
     if self.tracing:
         self.close_spans()
@@ -473,4 +563,20 @@ Core.snapshot = _snapshot
 Core.next_event = _next_event
 Core.skip = _skip
 Core.skipped = 0
+Core.ramp = _ramp
+Core.move_ramps = _move_ramps
+Core.ramped = 0
+
+
+def _copy_core(self):
+    """A copy of the core sharing its DRAM, on-chip buffers (the semantics), decoder and
+    skippers, the skippers off: to check a ramp skip by stepping (no instruction starts inside
+    one; if a wrong skip let one start, the states compared differ anyway)."""
+    shared = (self.dram, self.sem, self.decoder, self.periods, self.beats)
+    ref = copy.deepcopy(self, {id(x): x for x in shared})
+    ref.periods = ref.beats = None
+    return ref
+
+
+Core._copy = _copy_core
 Core.enable_trace = _enable_trace

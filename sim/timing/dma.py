@@ -258,8 +258,10 @@ class TensorLoader:
     def update(self, start: bool, fields: dict | None, cmd_fire: bool, rd_valid: bool,
                rd_last: bool = False) -> None:
         """The clock edge (``rd_last`` is not needed: the reader counts elements)."""
-        reader = self.reader
         fsm = self.fsm
+        if fsm == T_IDLE and not (start or cmd_fire or rd_valid):
+            return
+        reader = self.reader
         if start:
             eb = self.eb
             reader.update(True, (fields["dram_base"] * eb) & _M32, fields["x_size"],

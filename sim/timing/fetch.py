@@ -81,6 +81,9 @@ class FetchModule:
             self.quiet = True
 
     def update(self, start: bool, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
+        if not (cmd_fire or rd_valid) and self.dispatch is None and self.fsm != F_IDLE and \
+                not self.err:
+            return              # no beat, no command, nothing dispatched: no change
         reader = self.reader
         out_valid = reader.out_valid(rd_valid)
         fsm = self.fsm

@@ -68,6 +68,8 @@ class LoadModule(ModuleBase):
         fsm = self.fsm
         start = self.start
         a = self.active
+        if fsm == IDLE and not self.pop and a.fsm == 0 and not cmd_fire and not rd_valid:
+            return              # idle, nothing starts, the loader idle: no change
         other = self.wgt if a is self.inp else self.inp
         if fsm == EXEC and not a.busy and not other.busy:
             self.fsm = RETIRE

@@ -67,6 +67,8 @@ class StoreModule(ModuleBase):
 
     def update(self, t: int, head, cmd_fire: bool, wr_ready: bool, wr_ack: bool) -> None:
         fsm = self.fsm
+        if fsm == IDLE and not self.go and not self.valid and not self.left:
+            return              # idle, nothing starts, the OUT reader empty: no change
         w = self.writer
         start = fsm == IDLE and self.go and head[1].f["y_size"] != 0 and head[1].f["x_size"] != 0
         inp_ready = w.inp_ready(wr_ready)

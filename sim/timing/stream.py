@@ -6,27 +6,33 @@ within its element (``cnt``) or lane, the elements left in the row (``left``, th
 ``n``, the store's ``left``), the writer's beat in its burst (``beat``, ``sub``). Everything else
 repeats. :class:`BeatSkipper` recognises such a cycle — it moved a beat, no command, no other
 beat, no ``wr_ack``, and every register except those counters is the same before and after it
-(:func:`stream_key`) — and the cycle before it was one too. Every next cycle then repeats it,
+(:func:`stream_key`; the state before it is looked at after any cycle that moved a beat, one
+that granted a command too). Every next cycle then repeats it,
 with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
 :meth:`BeatSkipper._write`, until a comparison on them changes its outcome:
 
 * a burst's last beat (it leaves the memory's queue and the arbiter's tags) — the window ends
-  before the head burst's last beat, and before the writer's ``beat == burst − 1``;
+  before the head burst's last beat, and before the writer's ``beat == burst − 1`` (in a
+  drain, see below, before the last queued burst's);
 * an element that ends a row (``left == 1``, the loader's ``n == 1``, the store's OUT reader
   running dry): the window ends before it;
 * a time comparison of another block: the next write burst's first cycle, a ``wr_ack``, the
-  GEMM/ALU timeline (as in :meth:`Core.skip`), the budget ``max_cycles``.
+  GEMM/ALU timeline (as in :meth:`Core.skip`), the budget ``max_cycles``. A ``wr_ack`` while a
+  write burst streams and the writer has no command left (a store's drain) only counts
+  ``arb.writes`` and the writer's ``pending`` down, which stay ≥ 1 (the streaming burst is
+  unacknowledged): such acks are applied in closed form and do not end the window.
 
 Elements at least a beat wide take ``k`` beats each (one per cycle); narrower ones one element
-per cycle, a beat with every ``per``-th. Only ``mem_beat_interval`` 1 (the channels never wait
+per cycle, a beat with every ``per``-th. In a store's drain (the writer has no command left)
+a write burst's end changes only the memory's queue, the writer's data cursor and burst count
+and the acks to come: the skip runs on through the bursts queued behind the head (elements at
+least a beat wide), up to the last one's last beat. Only ``mem_beat_interval`` 1 (the channels never wait
 for each other) and the load and compute loaders (not fetch: its data are instructions) are
 covered. The event counters advance as in :meth:`Core.skip`. Tests compare every skip with
 stepping (``verify``) and whole runs with the RTL.
 """
 
 from __future__ import annotations
-
-import copy
 
 __all__ = ["BeatSkipper", "stream_key"]
 
@@ -101,6 +107,7 @@ class BeatSkipper:
         self.verify = False
         self.skips = 0
         self.skipped_cycles = 0
+        self.acks_folded = 0
 
     def forget(self) -> None:
         self.prev = None
@@ -110,8 +117,9 @@ class BeatSkipper:
         return self.prev is not None and self.prev[0] == self.core.t - 1
 
     def observe(self, max_cycles: int) -> bool:
-        """Called after a cycle that handed no command to the memory and moved a beat (or
-        followed such a cycle); True if it skipped ahead."""
+        """Called after a cycle that moved a beat (or followed such a cycle; a grant in it
+        changes the key, so it can only be the first of the two compared); True if it skipped
+        ahead."""
         core = self.core
         if not self.enabled:
             return False
@@ -140,7 +148,7 @@ class BeatSkipper:
         for q, on in zip((m.reads, m.writes), streaming):
             if q and not on and q[0][1] >= t:
                 end = min(end, q[0][1])
-        if m.acks:
+        if m.acks and not self._folds_acks(streaming[1]):
             end = min(end, m.acks[0])
         run = core.compute.run
         if run is not None and core.compute.fsm == 2:
@@ -148,6 +156,13 @@ class BeatSkipper:
                 if e >= t:
                     end = min(end, e)
         return end - t
+
+    def _folds_acks(self, wr_on: bool) -> bool:
+        """Whether the ``wr_ack``s inside the window are applied in closed form: a write burst
+        streams (so its own command stays unacknowledged: ``arb.writes`` and the writer's
+        ``pending`` stay ≥ 1, the store stays busy) and the writer has no command left (an ack
+        would let it issue one). An ack then only counts those two down."""
+        return wr_on and self.core.store.writer.iw.left == 0
 
     def _read(self, ld, j: int):
         """(loader, cycles, elements, beats) of at most ``j`` cycles of the head read burst
@@ -195,10 +210,35 @@ class BeatSkipper:
             j = min(j, b * w.per - 1 - w.lane, w.left - 1, st.left - 1)
             return (j, j, (w.lane + j) // w.per) if j > 0 else None
         k = w.k
+        if w.iw.left == 0:      # a drain: on through the arrived bursts behind the head
+            t, writes = core.t, m.writes
+            for i in range(1, len(writes)):
+                if writes[i][1] > t:
+                    break
+                b += writes[i][0]
         j = min(j, b - 1, st.left * k - 1 - w.sub if k > 1 else st.left - 1)
         if j <= 0:
             return None
         return j, (w.sub + j) // k if k > 1 else j, j
+
+    def _write_beats(self, t: int, beats: int) -> None:
+        """Move ``beats`` write beats from cycle ``t`` on, one per cycle: whole bursts first
+        (a drain, see :meth:`_write`; never the last one's last beat), as the clock edge of
+        their last beat does (``MemoryTiming.write_beat``, ``DmaWriter.update``)."""
+        core = self.core
+        m, w = core.mem, core.store.writer
+        writes = m.writes
+        while beats >= writes[0][0]:
+            n = writes.popleft()[0]
+            beats -= n
+            t += n
+            m.write_done += 1
+            m.acks.append(t - 1 + m.latency)
+            w.dw.advance()
+            w.beat = 0
+            w.ahead -= 1
+        writes[0][0] -= beats
+        w.beat += beats
 
     # ------------------------------------------------------------------ the skip
     def _skip(self, ld, wr_on: bool, max_cycles: int) -> bool:
@@ -221,8 +261,9 @@ class BeatSkipper:
             j = wr[0]
         if j <= 0:
             return False
-        # The copy shares the DRAM: no instruction starts inside the window.
-        ref = copy.deepcopy(core, {id(core.dram): core.dram}) if self.verify else None
+        # The copy shares the DRAM and buffers (Core._copy): no instruction starts inside the
+        # window.
+        ref = core._copy() if self.verify else None
         t = core.t
         m = core.mem
         last_r = last_w = None
@@ -259,11 +300,17 @@ class BeatSkipper:
                 last = t + j - 1
                 if w.k > 1:
                     w.sub = (w.sub + j) % w.k
-            w.beat += beats
             st.left -= e
-            m.writes[0][0] -= beats
             m.write_beats += beats
             last_w = last if beats else None
+            self._write_beats(t, beats)
+            if self._folds_acks(True):
+                acks, end = m.acks, t + j
+                while acks and acks[0] < end:
+                    acks.popleft()
+                    core.arb.writes -= 1
+                    w.pending -= 1
+                    self.acks_folded += 1
         # The memory's last beat sets its slot and whose turn it is (a read and a write in
         # the same cycle: the write is applied last).
         if last_r is not None or last_w is not None:
