@@ -5,12 +5,16 @@ project's goal: under 0.5 s) and 227.73 s on its Verilator-based simulator (tsim
 for its unpipelined core).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_models_simtime.py [--no-cycle] [--rtl-layers 2]
+        [--rtl-full]
 
 The network is ``bench_resnet18.resnet18_text`` (random int8 weights, requantisation by shifts)
 compiled untuned; the times are wall clock of ``compiler.runtime.execute`` (CPU segments
 included, compiled once beforehand). The whole network on the RTL takes too long here, so
 ``--rtl-layers N`` runs the N smallest VTA segments on it and extrapolates the whole inference
 from their simulated cycles per second (said so in the output); ``--rtl-layers 0`` skips it.
+``--rtl-full`` instead runs the whole inference on the RTL (about half an hour of CPU), printing
+each VTA segment as it finishes so that a run cut short says how far it got, and checks its
+output against the functional simulator's.
 """
 
 from __future__ import annotations
@@ -79,10 +83,47 @@ def _rtl_subset(model, x, layers, cycles_total):
     return cycles, wall, cycles_total / (cycles / wall)
 
 
+def _rtl_full(model, x, cpu, expected):
+    """Run the whole inference on the RTL, segment by segment (the loop of
+    ``compiler.runtime.execute``, with a progress line per VTA segment); (simulated cycles,
+    CPU seconds of the whole inference)."""
+    from compiler.cpu import run_cpu_segment
+    from compiler.emit import run_linked
+    from compiler.runtime import RunStats
+    from driver.backends import get_backend
+    rtl = get_backend("rtl")
+    values = {"data": x}
+    vta = [s for s in model.segments if s.target == "vta"]
+    cycles, done, start = 0, 0, _cpu()
+    for seg in model.segments:
+        args = [values[n] for n in seg.inputs]
+        info = model.tensors[seg.output]
+        if seg.target == "vta":
+            arrays = {"data": args[0]}
+            if seg.op.residual:
+                arrays["residual"] = args[1]
+            stats = RunStats()
+            values[seg.output] = run_linked(seg.image, arrays, rtl, stats).reshape(info.shape)
+            cycles += stats.cycles
+            done += 1
+            print(f"  RTL segment {done}/{len(vta)} {seg.name}: {stats.cycles:,} cycles; "
+                  f"{cycles:,} cycles in {_cpu() - start:.0f} CPU s so far", flush=True)
+        else:
+            values[seg.output] = (cpu.run(seg, args, info.shape, info.dtype) if seg.name in cpu
+                                  else run_cpu_segment(seg, args))
+    spent = _cpu() - start
+    out = values[model.outputs[0]]
+    assert np.array_equal(out, expected), "RTL and functional simulator disagree"
+    return cycles, spent
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--no-cycle", action="store_true", help="skip the cycle-accurate simulator")
     p.add_argument("--rtl-layers", type=int, default=2, help="VTA segments run on the RTL (0: skip)")
+    p.add_argument("--rtl-full", action="store_true",
+                   help="run the whole inference on the RTL (about 30 CPU minutes) instead of "
+                        "extrapolating from --rtl-layers segments")
     p.add_argument("--repeat", type=int, default=3, help="functional runs (the best is reported)")
     args = p.parse_args(argv)
     import relay
@@ -111,7 +152,12 @@ def main(argv=None) -> int:
         print(f"{'cycle-accurate':<22} {wall:>12.1f} s {ANCHOR_TSIM:>8.1f} s {wall / ANCHOR_TSIM:>7.2f}   "
               f"[CPU {ccpu:.1f} s, ratio {ccpu / ANCHOR_TSIM:.2f}] ({cycles / 1e6:.2f} M cycles, "
               f"{cycles / ccpu / 1e3:.0f} k cycles per CPU second; original tsim ~31 M cycles)")
-    if args.rtl_layers > 0:
+    if args.rtl_full:
+        done, spent = _rtl_full(model, x, cpu, out_f)
+        print(f"{'RTL (Verilator)':<22} {spent:>12.0f} s {ANCHOR_TSIM:>8.1f} s {spent / ANCHOR_TSIM:>7.2f}   "
+              f"(CPU time of the whole inference, measured: {done:,} cycles, "
+              f"{done / spent / 1e3:.1f} k cycles/s; output equal to the functional simulator's)")
+    elif args.rtl_layers > 0:
         if cycles is None:
             print("RTL: needs the cycle count of the whole network (run without --no-cycle)")
             return 0
