@@ -665,20 +665,26 @@ class _GemmPlan:
     A *reset* plan zeroes ``rows``. Otherwise the micro-op executions (the columns of
     :func:`_weight_columns`) are grouped by destination rows: the columns of a group sum into
     the same rows, so its input rows side by side times its weight blocks stacked is one
-    matrix product. When every group reads the same input rows (a convolution's output-channel
-    blocks) the products share one input matrix and their weights sit side by side (one wide
-    product); otherwise they are batched, ragged groups padded with a zeroed weight block. The
-    products run in float32 on at most :data:`_EXACT_TERMS` terms at a time (exact), and are
-    added to the int32 accumulators mod 2^32.
+    matrix product. Three ways (``mode``) to run the groups' products:
+
+    * ``inputs``: every group reads the same input rows (a convolution's output-channel
+      blocks): one input matrix times the groups' weights side by side (one wide product);
+    * ``weights``: the groups' weight blocks are one sequence, some missing at a ragged group
+      (a row of output pixels, the edge ones skipping taps): the groups' input rows stacked,
+      a missing tap reading a zero row, times the one weight matrix (one tall product);
+    * ``batched``: a product per group, ragged groups padded with zeroed weight blocks.
+
+    The products run in float32 on at most :data:`_EXACT_TERMS` terms at a time (exact), and
+    are added to the int32 accumulators mod 2^32.
     """
 
-    __slots__ = ("total", "entries", "rows", "unique", "x_rows", "w_rows", "valid", "shared",
-                 "shape")
+    __slots__ = ("total", "entries", "rows", "unique", "x_rows", "w_rows", "valid", "mode",
+                 "shape", "zero_row")
 
     @classmethod
     def reset(cls, dst: np.ndarray) -> "_GemmPlan":
         plan = cls()
-        plan.total, plan.entries, plan.x_rows = dst.size, dst.size, None
+        plan.total, plan.entries, plan.x_rows, plan.mode = dst.size, dst.size, None, "reset"
         plan.rows = _as_slice(np.unique(dst))
         return plan
 
@@ -686,25 +692,44 @@ class _GemmPlan:
     def of_columns(cls, cfg, d, s, w) -> "_GemmPlan":
         plan = cls()
         b = cfg.batch
+        zero_row = cfg.inp_depth * b            # a row of zeros after the input buffer's rows
         g, valid = _column_groups(d[0])
         n, size = g.shape
+        L = d.shape[0]
         rows = d[:, g[:, 0]]                                     # (L, n): a group's rows
         sg = s[:, g]                                             # (L, n, size)
-        plan.shared = valid is None and bool(np.all(sg == sg[:, :1]))
         batch = np.arange(b, dtype=np.intp)[:, None]
-        if plan.shared:
+        aligned = _aligned_taps(w, g, valid)
+        plan.zero_row = False
+        if valid is None and bool(np.all(sg == sg[:, :1])):
             # Input matrix (L·batch, size·block_in); weights (size, n): one wide product.
-            plan.x_rows = (sg[:, 0, None, :] * b + batch).reshape(-1, size).astype(np.intp)
-            plan.w_rows = w[g].T.astype(np.intp)
+            plan.mode = "inputs"
+            plan.x_rows = (sg[:, 0, None, :] * b + batch).reshape(-1, size)
+            plan.w_rows = w[g].T
             rows = rows.reshape(-1)                              # (L, n) order
+        elif aligned is not None:
+            # Input matrix (n·L·batch, taps·block_in); weights (taps,): one tall product.
+            plan.mode = "weights"
+            taps, col = aligned                                  # col: (n, taps), -1 missing
+            xs = s[:, np.maximum(col, 0)].transpose(1, 0, 2)     # (n, L, taps)
+            x = xs[:, :, None, :] * b + batch                    # (n, L, batch, taps)
+            missing = np.broadcast_to((col < 0)[:, None, None, :], x.shape)
+            plan.zero_row = bool(missing.any())
+            x[missing] = zero_row
+            plan.x_rows = x.reshape(-1, taps.size)
+            plan.w_rows = taps
+            rows = rows.T.reshape(-1)                            # (n, L) order
         else:
             # Per group: input (L·batch, size·block_in), weights (size,): batched products.
+            plan.mode = "batched"
             plan.x_rows = (sg.transpose(1, 0, 2)[:, :, None, :] * b
-                           + batch).reshape(n, -1, size).astype(np.intp)
-            plan.w_rows = w[g].astype(np.intp)
+                           + batch).reshape(n, -1, size)
+            plan.w_rows = w[g]
             rows = rows.T.reshape(-1)                            # (n, L) order
+        plan.x_rows = plan.x_rows.astype(np.intp)
+        plan.w_rows = plan.w_rows.astype(np.intp)
         plan.valid = valid
-        plan.shape = (d.shape[0], n)
+        plan.shape = (L, n)
         plan.total = d.size
         plan.unique = np.unique(rows).size == rows.size
         plan.rows = _as_slice(rows) if plan.unique else rows
@@ -719,16 +744,18 @@ class _GemmPlan:
         cfg = sim.cfg
         b, o, k = cfg.batch, cfg.block_out, cfg.block_in
         inp = sim.inp.reshape(-1, k)
+        if self.zero_row:
+            inp = np.concatenate((inp, np.zeros((1, k), np.int8)))
         span = _EXACT_TERMS // k                  # weight blocks per exact float32 product
-        size = self.w_rows.shape[0] if self.shared else self.w_rows.shape[1]
-        if self.shared:
-            x = inp.take(self.x_rows, axis=0).reshape(-1, size * k).astype(np.float32)
-            w = sim.wgt[self.w_rows]                             # (size, n, out, in)
+        size = self.x_rows.shape[-1]
+        x = inp.take(self.x_rows, axis=0)
+        x = x.reshape(x.shape[:-2] + (size * k,)).astype(np.float32)
+        w = sim.wgt[self.w_rows]                  # (size, [n,] out, in) or (n, size, out, in)
+        if self.mode == "inputs":
             w = np.ascontiguousarray(w.transpose(0, 3, 1, 2), np.float32).reshape(size * k, -1)
+        elif self.mode == "weights":
+            w = np.ascontiguousarray(w.transpose(0, 2, 1), np.float32).reshape(size * k, o)
         else:
-            x = inp.take(self.x_rows, axis=0)
-            x = x.reshape(x.shape[0], x.shape[1], size * k).astype(np.float32)
-            w = sim.wgt[self.w_rows]                             # (n, size, out, in)
             if self.valid is not None:
                 w = np.where(self.valid[:, :, None, None], w, np.int8(0))
             w = np.ascontiguousarray(w.transpose(0, 1, 3, 2), np.float32)
@@ -741,13 +768,37 @@ class _GemmPlan:
                 vals += np.matmul(x[..., lo:lo + span * k], w[..., lo:lo + span * k, :]
                                   ).astype(np.int32)
         L, n = self.shape
-        if self.shared:
+        if self.mode == "inputs":
             vals = vals.reshape(L, b, n, o).transpose(0, 2, 1, 3)
         vals = vals.reshape(-1, b, o)
         if self.unique:
             acc[self.rows] += vals                               # int32: wraps mod 2^32
         else:
             np.add.at(acc, self.rows, vals)
+
+
+def _aligned_taps(w: np.ndarray, g: np.ndarray, valid):
+    """When every group's weight rows are distinct and all among those of its largest group
+    (the taps), ``(taps, col)``: ``col[j, t]`` the column of group ``j`` using tap ``t``, -1
+    where the group skips it; else None."""
+    n, size = g.shape
+    wg = w[g]                                                    # (n, size) weight rows
+    full = int(np.argmax(valid.sum(1))) if valid is not None else 0
+    taps = wg[full]
+    if np.unique(taps).size != size:
+        return None
+    pos = np.full(int(max(w.max(), taps.max())) + 1, -1, np.int64)
+    pos[taps] = np.arange(size)
+    at = pos[wg]                                                 # (n, size) tap of each column
+    ok = np.ones_like(at, bool) if valid is None else valid
+    if np.any(at[ok] < 0):
+        return None
+    col = np.full((n, size), -1, np.int64)
+    jj = np.broadcast_to(np.arange(n)[:, None], at.shape)
+    col[jj[ok], at[ok]] = g[ok]
+    if np.count_nonzero(col >= 0) != np.count_nonzero(ok):      # two columns on one tap
+        return None
+    return taps, col
 
 
 def _column_groups(first: np.ndarray):
