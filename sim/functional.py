@@ -669,9 +669,10 @@ class _GemmPlan:
 
     * ``inputs``: every group reads the same input rows (a convolution's output-channel
       blocks): one input matrix times the groups' weights side by side (one wide product);
-    * ``weights``: the groups' weight blocks are one sequence, some missing at a ragged group
-      (a row of output pixels, the edge ones skipping taps): the groups' input rows stacked,
-      a missing tap reading a zero row, times the one weight matrix (one tall product);
+    * ``weights``: the groups fall in a few classes, each with one sequence of weight blocks
+      (taps), some missing at a ragged group (a row of output pixels, the edge ones skipping
+      taps): per class, its groups' input rows stacked, a missing tap reading a zero row,
+      times the class's weight matrix (a tall product);
     * ``batched``: a product per group, ragged groups padded with zeroed weight blocks.
 
     The products run in float32 on at most :data:`_EXACT_TERMS` terms at a time (exact), and
@@ -699,7 +700,7 @@ class _GemmPlan:
         rows = d[:, g[:, 0]]                                     # (L, n): a group's rows
         sg = s[:, g]                                             # (L, n, size)
         batch = np.arange(b, dtype=np.intp)[:, None]
-        aligned = _aligned_taps(w, g, valid)
+        classes = _tap_classes(w, g, valid)
         plan.zero_row = False
         if valid is None and bool(np.all(sg == sg[:, :1])):
             # Input matrix (L·batch, size·block_in); weights (size, n): one wide product.
@@ -707,18 +708,20 @@ class _GemmPlan:
             plan.x_rows = (sg[:, 0, None, :] * b + batch).reshape(-1, size)
             plan.w_rows = w[g].T
             rows = rows.reshape(-1)                              # (L, n) order
-        elif aligned is not None:
-            # Input matrix (n·L·batch, taps·block_in); weights (taps,): one tall product.
+        elif classes is not None:
+            # Per class: input (groups·L·batch, taps·block_in), weights (taps,): tall products.
             plan.mode = "weights"
-            taps, col = aligned                                  # col: (n, taps), -1 missing
-            xs = s[:, np.maximum(col, 0)].transpose(1, 0, 2)     # (n, L, taps)
-            x = xs[:, :, None, :] * b + batch                    # (n, L, batch, taps)
-            missing = np.broadcast_to((col < 0)[:, None, None, :], x.shape)
-            plan.zero_row = bool(missing.any())
-            x[missing] = zero_row
-            plan.x_rows = x.reshape(-1, taps.size)
-            plan.w_rows = taps
-            rows = rows.T.reshape(-1)                            # (n, L) order
+            plan.x_rows, plan.w_rows, order = [], [], []
+            for groups, taps, col in classes:                    # col: (groups, taps), -1 missing
+                xs = s[:, np.maximum(col, 0)].transpose(1, 0, 2)     # (groups, L, taps)
+                x = xs[:, :, None, :] * b + batch                    # (groups, L, batch, taps)
+                missing = np.broadcast_to((col < 0)[:, None, None, :], x.shape)
+                plan.zero_row |= bool(missing.any())
+                x[missing] = zero_row
+                plan.x_rows.append(x.reshape(-1, taps.size).astype(np.intp))
+                plan.w_rows.append(taps.astype(np.intp))
+                order.append(groups)
+            rows = rows[:, np.concatenate(order)].T.reshape(-1)  # (class, group, L) order
         else:
             # Per group: input (L·batch, size·block_in), weights (size,): batched products.
             plan.mode = "batched"
@@ -726,14 +729,16 @@ class _GemmPlan:
                            + batch).reshape(n, -1, size)
             plan.w_rows = w[g]
             rows = rows.T.reshape(-1)                            # (n, L) order
-        plan.x_rows = plan.x_rows.astype(np.intp)
-        plan.w_rows = plan.w_rows.astype(np.intp)
+        if plan.mode != "weights":
+            plan.x_rows = plan.x_rows.astype(np.intp)
+            plan.w_rows = plan.w_rows.astype(np.intp)
         plan.valid = valid
         plan.shape = (L, n)
         plan.total = d.size
         plan.unique = np.unique(rows).size == rows.size
         plan.rows = _as_slice(rows) if plan.unique else rows
-        plan.entries = plan.x_rows.size + plan.w_rows.size + rows.size
+        plan.entries = rows.size + sum(a.size for a in (
+            plan.x_rows + plan.w_rows if plan.mode == "weights" else (plan.x_rows, plan.w_rows)))
         return plan
 
     def run(self, sim) -> None:
@@ -746,27 +751,16 @@ class _GemmPlan:
         inp = sim.inp.reshape(-1, k)
         if self.zero_row:
             inp = np.concatenate((inp, np.zeros((1, k), np.int8)))
-        span = _EXACT_TERMS // k                  # weight blocks per exact float32 product
-        size = self.x_rows.shape[-1]
-        x = inp.take(self.x_rows, axis=0)
-        x = x.reshape(x.shape[:-2] + (size * k,)).astype(np.float32)
-        w = sim.wgt[self.w_rows]                  # (size, [n,] out, in) or (n, size, out, in)
-        if self.mode == "inputs":
-            w = np.ascontiguousarray(w.transpose(0, 3, 1, 2), np.float32).reshape(size * k, -1)
-        elif self.mode == "weights":
-            w = np.ascontiguousarray(w.transpose(0, 2, 1), np.float32).reshape(size * k, o)
+        if self.mode == "weights":
+            vals = np.concatenate([_exact_product(inp, x_rows, sim.wgt[taps].transpose(0, 2, 1))
+                                   for x_rows, taps in zip(self.x_rows, self.w_rows)])
+        elif self.mode == "inputs":
+            vals = _exact_product(inp, self.x_rows, sim.wgt[self.w_rows].transpose(0, 3, 1, 2))
         else:
+            w = sim.wgt[self.w_rows]                             # (n, size, out, in)
             if self.valid is not None:
                 w = np.where(self.valid[:, :, None, None], w, np.int8(0))
-            w = np.ascontiguousarray(w.transpose(0, 1, 3, 2), np.float32)
-            w = w.reshape(w.shape[0], size * k, o)
-        if size <= span:
-            vals = np.matmul(x, w).astype(np.int32)
-        else:
-            vals = np.zeros(x.shape[:-1] + w.shape[-1:], np.int32)
-            for lo in range(0, size * k, span * k):      # int32 sums wrap like the hardware
-                vals += np.matmul(x[..., lo:lo + span * k], w[..., lo:lo + span * k, :]
-                                  ).astype(np.int32)
+            vals = _exact_product(inp, self.x_rows, w.transpose(0, 1, 3, 2))
         L, n = self.shape
         if self.mode == "inputs":
             vals = vals.reshape(L, b, n, o).transpose(0, 2, 1, 3)
@@ -777,28 +771,56 @@ class _GemmPlan:
             np.add.at(acc, self.rows, vals)
 
 
-def _aligned_taps(w: np.ndarray, g: np.ndarray, valid):
-    """When every group's weight rows are distinct and all among those of its largest group
-    (the taps), ``(taps, col)``: ``col[j, t]`` the column of group ``j`` using tap ``t``, -1
-    where the group skips it; else None."""
-    n, size = g.shape
+def _exact_product(inp: np.ndarray, x_rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """int32 ``X @ W`` where X's rows are ``inp`` rows ``x_rows`` (..., M, size) side by side
+    and W is ``w`` (size, block_in, ...) or batched (B, size, block_in, out) stacked, in
+    float32 on at most :data:`_EXACT_TERMS` terms at a time (each product exact), summed mod
+    2^32 like the hardware."""
+    k = inp.shape[1]
+    size = x_rows.shape[-1]
+    x = inp.take(x_rows, axis=0)
+    x = x.reshape(x.shape[:-2] + (size * k,)).astype(np.float32)
+    batched = x.ndim == 3
+    w = np.ascontiguousarray(w, np.float32)
+    w = w.reshape(w.shape[0], size * k, -1) if batched else w.reshape(size * k, -1)
+    span = _EXACT_TERMS // k * k
+    if size * k <= span:
+        return np.matmul(x, w).astype(np.int32)
+    vals = np.zeros(x.shape[:-1] + w.shape[-1:], np.int32)
+    for lo in range(0, size * k, span):                 # int32 sums wrap like the hardware
+        vals += np.matmul(x[..., lo:lo + span], w[..., lo:lo + span, :]).astype(np.int32)
+    return vals
+
+
+def _tap_classes(w: np.ndarray, g: np.ndarray, valid, most: int = 8):
+    """The groups in at most ``most`` classes whose weight rows are each one sequence (the
+    class's taps): ``[(groups, taps, col)]``, ``col[j, t]`` the column of the class's ``j``-th
+    group using tap ``t`` (-1 where it skips it); None if a group repeats a weight row or more
+    classes are needed."""
     wg = w[g]                                                    # (n, size) weight rows
-    full = int(np.argmax(valid.sum(1))) if valid is not None else 0
-    taps = wg[full]
-    if np.unique(taps).size != size:
-        return None
-    pos = np.full(int(max(w.max(), taps.max())) + 1, -1, np.int64)
-    pos[taps] = np.arange(size)
-    at = pos[wg]                                                 # (n, size) tap of each column
-    ok = np.ones_like(at, bool) if valid is None else valid
-    if np.any(at[ok] < 0):
-        return None
-    col = np.full((n, size), -1, np.int64)
-    jj = np.broadcast_to(np.arange(n)[:, None], at.shape)
-    col[jj[ok], at[ok]] = g[ok]
-    if np.count_nonzero(col >= 0) != np.count_nonzero(ok):      # two columns on one tap
-        return None
-    return taps, col
+    ok = np.ones(g.shape, bool) if valid is None else valid
+    classes = []                                                 # [taps, {row: tap}, groups]
+    for j in np.argsort(-ok.sum(1), kind="stable"):              # largest groups first
+        mine = wg[j][ok[j]]
+        if np.unique(mine).size != mine.size:
+            return None
+        for taps, where, groups in classes:
+            if all(int(r) in where for r in mine):
+                groups.append(j)
+                break
+        else:
+            if len(classes) == most:
+                return None
+            classes.append([mine, {int(r): t for t, r in enumerate(mine)}, [j]])
+    out = []
+    for taps, where, groups in classes:
+        groups = np.array(sorted(groups))
+        col = np.full((groups.size, taps.size), -1, np.int64)
+        for i, j in enumerate(groups):
+            for c in np.flatnonzero(ok[j]):
+                col[i, where[int(wg[j, c])]] = g[j, c]
+        out.append((groups, taps, col))
+    return out
 
 
 def _column_groups(first: np.ndarray):

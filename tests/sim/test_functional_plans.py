@@ -121,18 +121,25 @@ def test_shift_by_a_scalar_matches_the_elementwise_rule(shift, seed):
 
 def test_each_way_of_running_a_gemm_is_exercised():
     """The examples above reach all three product layouts and the split of long sums."""
-    seen = set()
+    seen, classes = set(), 0
     cases = [([Uop(p, p + t, t) for p in range(4) for t in range(3) if not (p == 0 and t == 0)],
               dict(dst_factor_out=4, src_factor_out=7)),
+             # Two classes of pixels (two kernel rows' taps), ragged at both ends.
+             ([Uop(p, p + t, t + 9 * (p % 2)) for p in range(6) for t in range(3)
+               if not (p < 2 and t == 0) and not (p > 3 and t == 2)],
+              dict(dst_factor_out=6, src_factor_out=9)),
              ([Uop(c, t, c * 3 + t) for c in range(3) for t in range(3)],
               dict(dst_factor_out=3, src_factor_out=3)),
-             ([Uop(0, 0, 0), Uop(0, 1, 1), Uop(1, 2, 5), Uop(1, 3, 6)], dict(dst_factor_out=2)),
+             ([Uop(0, 0, 0), Uop(0, 1, 0), Uop(1, 2, 5), Uop(1, 3, 6)], dict(dst_factor_out=2)),
              ([Uop(0, t, t) for t in range(70)], dict(dst_factor_out=1))]
     for uops, factors in cases:
         insn = Gemm(uop_bgn=0, uop_end=len(uops), iter_out=2, **factors)
         _agree(insn, uops, 7, extreme=True)
         planned, _ = _sims(uops, 7, False)
         plan = planned._cached_plan(insn, planned._gemm_plan)
-        seen.add((plan.mode, plan.x_rows.shape[-1] * CFG.block_in > 1024))
+        x_rows = plan.x_rows if plan.mode == "weights" else [plan.x_rows]
+        seen.add((plan.mode, max(x.shape[-1] for x in x_rows) * CFG.block_in > 1024))
+        classes = max(classes, len(x_rows))
     assert {mode for mode, _ in seen} == {"inputs", "weights", "batched"}
+    assert classes == 2
     assert (True in {split for _, split in seen})
