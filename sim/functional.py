@@ -202,8 +202,15 @@ class FunctionalSimulator:
         """Modules whose head instruction can start now (after fetching what fits)."""
         self._fetch()
         tokens, plans = self.tokens, self._plans
-        return [m for m in MODULES
-                if plans[m] and all(tokens[q] for q in plans[m][0][0])]
+        ready = []
+        for m in MODULES:               # a plain loop: this runs once per instruction
+            if plans[m]:
+                for q in plans[m][0][0]:
+                    if not tokens[q]:
+                        break
+                else:
+                    ready.append(m)
+        return ready
 
     def step(self) -> bool:
         """Execute one instruction of a ready module; True once FINISH has executed.
@@ -395,10 +402,18 @@ class FunctionalSimulator:
                                   f"{self.cfg.acc_depth}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
         eb = self.cfg.out_elem_bytes
-        idx = self._dram_elements(insn, eb)
-        narrowed = self.acc[insn.sram_base:insn.sram_base + n].astype(np.int8)
-        byte_idx = idx[..., None] * eb + np.arange(eb)
-        self.dram[byte_idx] = narrowed.view(np.uint8).reshape(idx.shape + (eb,))
+        narrowed = self.acc[insn.sram_base:insn.sram_base + n].astype(np.int8).view(np.uint8)
+        if insn.x_stride >= insn.x_size or insn.y_size <= 1:
+            # Rows that do not overlap: a strided view of DRAM takes them in one copy.
+            self._check_dram_range(insn, eb)
+            if n:
+                np.ndarray((insn.y_size, insn.x_size * eb), np.uint8, self.dram,
+                           insn.dram_base * eb, (insn.x_stride * eb, 1))[...] = \
+                    narrowed.reshape(insn.y_size, -1)
+        else:           # overlapping rows: scattered in order, the later row wins
+            idx = self._dram_elements(insn, eb)
+            byte_idx = idx[..., None] * eb + np.arange(eb)
+            self.dram[byte_idx] = narrowed.reshape(idx.shape + (eb,))
         self.counters["out_store_nbytes"] += n * eb
 
     def _uop_bases(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
