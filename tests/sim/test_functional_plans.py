@@ -143,3 +143,20 @@ def test_each_way_of_running_a_gemm_is_exercised():
     assert {mode for mode, _ in seen} == {"inputs", "weights", "batched"}
     assert classes == 2
     assert (True in {split for _, split in seen})
+
+
+def test_plan_cache_forgets_past_its_budget(monkeypatch):
+    """Past ``_PLAN_BUDGET`` index entries the cache starts afresh (memory stays bounded) and
+    the results stay those of the simple path."""
+    from sim import functional
+    monkeypatch.setattr(functional, "_PLAN_BUDGET", 64)
+    monkeypatch.setitem(functional._PLANS, CFG, functional._Plans())
+    uops = [Uop(p, p + t, t) for p in range(4) for t in range(3)]
+    sizes = []
+    for iters in (1, 2, 3, 4):
+        insn = Gemm(uop_bgn=0, uop_end=len(uops), iter_out=iters, dst_factor_out=4,
+                    src_factor_out=7)
+        _agree(insn, uops, iters)
+        sizes.append(functional._PLANS[CFG].entries)
+    # Each plan is 19 to 67 entries: the cache was emptied (it never holds two past 64).
+    assert sizes != sorted(sizes) and len(functional._PLANS[CFG]) < 4
