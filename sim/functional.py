@@ -45,6 +45,17 @@ _DECODED: dict = {}
 #: The largest |product| of two int8 values, (-128)·(-128).
 _INT8_PRODUCT_MAX = 1 << 14
 _DECODED_MAX = 1 << 17
+#: int8 products one float32 matrix product may sum: 2^10 of at most 2^14 stay within 2^24,
+#: where float32 holds every integer, so the sum is exact whatever the order.
+_EXACT_TERMS = (1 << 24) // _INT8_PRODUCT_MAX
+#: Plans of GEMM and ALU instructions (:class:`_GemmPlan`, :class:`_AluPlan`) by configuration
+#: and (instruction, the micro-op words it reads): a model's layers run the same instructions
+#: over many tiles and inferences, so their index arrays are worked out once. Only instructions
+#: of at most UOP_CHUNK executions get one; forgotten past this many index entries (8 bytes
+#: each: 64 MB; ResNet-18's plans hold 0.6 M).
+_PLANS: dict = {}
+_PLAN_BUDGET = 1 << 23
+_BLAS = None        # threadpoolctl's controller of numpy's BLAS, made on first use
 
 
 class SimulationError(RejectedError):
@@ -115,14 +126,27 @@ class FunctionalSimulator:
         self.counters = _counters()
         lay = uop_layout(cfg)
         self._uop_fields = [(f.offset, f.mask) for f in (lay["dst"], lay["src"], lay["wgt"])]
+        # By memory type: (buffer, DRAM element bytes, counter, bytes counted per element);
+        # like the original, an ACC_8BIT load counts whole accumulator elements.
+        self._load_targets = {
+            mt: (buf, elem_bytes(cfg, mt), f"{key}_load_nbytes",
+                 cfg.acc_elem_bytes if mt == MemType.ACC_8BIT else elem_bytes(cfg, mt))
+            for mt, buf, key in ((MemType.UOP, self.uop, "uop"), (MemType.WGT, self.wgt, "wgt"),
+                                 (MemType.INP, self.inp, "inp"), (MemType.ACC, self.acc, "acc"),
+                                 (MemType.ACC_8BIT, self.acc, "acc"))}
+        #: False runs every GEMM and ALU by chunks of index arrays (the simple path that the
+        #: plans are tested against).
+        self.use_plans = True
+        self._insn_plans = _PLANS.setdefault(cfg, _Plans())
 
     # ------------------------------------------------------------------ scheduling
     def run(self, insn_addr: int, insn_count: int, *, schedule: str = "in-order",
             seed: int = 0) -> bool:
         """Execute one launch; returns when FINISH has executed. Raises SimulationError."""
         self.launch(insn_addr, insn_count, schedule=schedule, seed=seed)
-        while not self.step():
-            pass
+        with _one_blas_thread():
+            while not self.step():
+                pass
         return True
 
     def launch(self, insn_addr: int, insn_count: int, *, schedule: str = "in-order",
@@ -179,8 +203,15 @@ class FunctionalSimulator:
         """Modules whose head instruction can start now (after fetching what fits)."""
         self._fetch()
         tokens, plans = self.tokens, self._plans
-        return [m for m in MODULES
-                if plans[m] and all(tokens[q] for q in plans[m][0][0])]
+        ready = []
+        for m in MODULES:               # a plain loop: this runs once per instruction
+            if plans[m]:
+                for q in plans[m][0][0]:
+                    if not tokens[q]:
+                        break
+                else:
+                    ready.append(m)
+        return ready
 
     def step(self) -> bool:
         """Execute one instruction of a ready module; True once FINISH has executed.
@@ -332,37 +363,33 @@ class FunctionalSimulator:
         if insn.x_size == 0:
             self.counters["nop_insns"] += 1
             return
-        mt = MemType(insn.memory_type)
-        buf = {MemType.UOP: self.uop, MemType.WGT: self.wgt, MemType.INP: self.inp,
-               MemType.ACC: self.acc, MemType.ACC_8BIT: self.acc}[mt]
+        buf, eb, key, counted = self._load_targets[insn.memory_type]
         row_len = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
         if insn.sram_base + row_len * rows > buf.shape[0]:
             raise SimulationError(ErrorCode.SRAM_RANGE, None,
-                                  f"LOAD {mt.name} writes SRAM entries up to "
-                                  f"{insn.sram_base + row_len * rows - 1} but the buffer has "
-                                  f"{buf.shape[0]}; sram_base = {insn.sram_base}",
+                                  f"LOAD {MemType(insn.memory_type).name} writes SRAM entries "
+                                  f"up to {insn.sram_base + row_len * rows - 1} but the buffer "
+                                  f"has {buf.shape[0]}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
-        eb = elem_bytes(self.cfg, mt)
         self._check_dram_range(insn, eb)
+        tile = buf[insn.sram_base:insn.sram_base + rows * row_len].reshape(
+            (rows, row_len) + buf.shape[1:])
+        if rows != insn.y_size or row_len != insn.x_size:
+            tile[...] = 0
+        self.counters[key] += insn.x_size * insn.y_size * counted
+        if insn.y_size == 0:
+            return
         # Rows of x_size elements every x_stride elements: a strided view of DRAM, no copy.
-        raw = np.lib.stride_tricks.as_strided(
-            self.dram[insn.dram_base * eb:], shape=(insn.y_size, insn.x_size * eb),
-            strides=(insn.x_stride * eb, 1), writeable=False)          # (y, x·eb) uint8
+        raw = np.ndarray((insn.y_size, insn.x_size * eb), np.uint8, self.dram,
+                         insn.dram_base * eb, (insn.x_stride * eb, 1))
         shape = (insn.y_size, insn.x_size) + buf.shape[1:]
-        if mt == MemType.ACC_8BIT:
-            data = raw.view(np.int8).astype(np.int32).reshape(shape)
+        if insn.memory_type == MemType.ACC_8BIT:
+            data = raw.view(np.int8).reshape(shape)          # widened by the copy below
         else:
-            data = np.ascontiguousarray(raw).view(buf.dtype).reshape(shape)
-        tile = np.zeros((rows, row_len) + buf.shape[1:], buf.dtype)
+            data = raw.view(buf.dtype).reshape(shape)
         tile[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
              insn.x_pad_0:insn.x_pad_0 + insn.x_size] = data
-        buf[insn.sram_base:insn.sram_base + rows * row_len] = tile.reshape((-1,) + buf.shape[1:])
-        key = {MemType.UOP: "uop", MemType.WGT: "wgt", MemType.INP: "inp", MemType.ACC: "acc",
-               MemType.ACC_8BIT: "acc"}[mt]
-        # Like the original: an ACC_8BIT load counts whole accumulator elements.
-        counted = self.cfg.acc_elem_bytes if mt == MemType.ACC_8BIT else eb
-        self.counters[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * counted
 
     def _store(self, insn: Store) -> None:
         if insn.x_size == 0:
@@ -376,10 +403,18 @@ class FunctionalSimulator:
                                   f"{self.cfg.acc_depth}; sram_base = {insn.sram_base}",
                                   field="sram_base", value=insn.sram_base)
         eb = self.cfg.out_elem_bytes
-        idx = self._dram_elements(insn, eb)
-        narrowed = self.acc[insn.sram_base:insn.sram_base + n].astype(np.int8)
-        byte_idx = idx[..., None] * eb + np.arange(eb)
-        self.dram[byte_idx] = narrowed.view(np.uint8).reshape(idx.shape + (eb,))
+        narrowed = self.acc[insn.sram_base:insn.sram_base + n].astype(np.int8).view(np.uint8)
+        if insn.x_stride >= insn.x_size or insn.y_size <= 1:
+            # Rows that do not overlap: a strided view of DRAM takes them in one copy.
+            self._check_dram_range(insn, eb)
+            if n:
+                np.ndarray((insn.y_size, insn.x_size * eb), np.uint8, self.dram,
+                           insn.dram_base * eb, (insn.x_stride * eb, 1))[...] = \
+                    narrowed.reshape(insn.y_size, -1)
+        else:           # overlapping rows: scattered in order, the later row wins
+            idx = self._dram_elements(insn, eb)
+            byte_idx = idx[..., None] * eb + np.arange(eb)
+            self.dram[byte_idx] = narrowed.reshape(idx.shape + (eb,))
         self.counters["out_store_nbytes"] += n * eb
 
     def _uop_bases(self, insn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -444,7 +479,38 @@ class FunctionalSimulator:
                             for b, f in zip(bases, factors))
         self.executing = None
 
+    def _cached_plan(self, insn, build):
+        """The cached plan of ``insn`` with the micro-ops it reads now (made by ``build``;
+        False: the instruction goes by chunks). Building checks the ranges, so a cached plan
+        has passed them (they depend on the instruction and its micro-ops alone)."""
+        key = (insn, self.uop[insn.uop_bgn:insn.uop_end].tobytes())
+        plan = self._insn_plans.get(key)
+        if plan is None:
+            bases = self._check_ranges(insn)
+            plan = False
+            if insn.iter_out * insn.iter_in * bases[0].size <= UOP_CHUNK:
+                plan = build(insn, bases)
+            self._insn_plans.put(key, plan)
+        return plan
+
     def _gemm(self, insn: Gemm) -> None:
+        plan = self._cached_plan(insn, self._gemm_plan) if self.use_plans else False
+        if plan:
+            plan.run(self)
+            self.counters["gemm_reset_counter" if insn.reset else "gemm_counter"] += plan.total
+        else:
+            self._gemm_by_chunks(insn)
+
+    def _gemm_plan(self, insn: Gemm, bases):
+        """A :class:`_GemmPlan` of a GEMM of one chunk, or False (weights moved by both loops)."""
+        used = (True, not insn.reset, not insn.reset)
+        [(dst, src, wgt)] = list(self._uop_chunks(insn, bases, used))
+        if insn.reset:
+            return _GemmPlan.reset(dst)
+        columns = _weight_columns(insn, dst, src, wgt)
+        return False if columns is None else _GemmPlan.of_columns(self.cfg, *columns)
+
+    def _gemm_by_chunks(self, insn: Gemm) -> None:
         bases = self._check_ranges(insn)
         total = 0
         used = (True, not insn.reset, not insn.reset)
@@ -526,6 +592,26 @@ class FunctionalSimulator:
                 np.add.at(self.acc, d, prod)
 
     def _alu(self, insn: Alu) -> None:
+        plan = self._cached_plan(insn, self._alu_plan) if self.use_plans else False
+        if not plan:
+            return self._alu_by_chunks(insn)
+        acc, op = self.acc, insn.alu_opcode
+        imm = np.int64(insn.imm) if insn.use_imm else None
+        for n, (lo, d, s) in enumerate(plan.segments):
+            if n and not n % 4096:       # many short segments: look at the clock now and then
+                self.executing = (insn, lo, plan.total)
+                self.check_deadline()
+            a = acc[d].astype(np.int64)
+            acc[d] = alu_op(op, a, imm if s is None else acc[s].astype(np.int64))
+        self.executing = None
+        self.counters["alu_counter"] += plan.total
+
+    def _alu_plan(self, insn: Alu, bases):
+        """An :class:`_AluPlan` of an ALU of one chunk."""
+        [(dst, src, _)] = list(self._uop_chunks(insn, bases, (True, not insn.use_imm, False)))
+        return _AluPlan(dst, src)
+
+    def _alu_by_chunks(self, insn: Alu) -> None:
         bases = self._check_ranges(insn)
         total = 0
         for dst, src, _ in self._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
@@ -542,6 +628,238 @@ class FunctionalSimulator:
             a = self.acc[d].astype(np.int64)
             b = np.int64(insn.imm) if insn.use_imm else self.acc[src[lo:hi]].astype(np.int64)
             self.acc[d] = alu_op(insn.alu_opcode, a, b)
+
+
+def _one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread: a GEMM instruction's products are
+    small, and extra threads spin (double the CPU time) on a busy machine."""
+    global _BLAS
+    if _BLAS is None:
+        from threadpoolctl import ThreadpoolController
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+class _Plans(dict):
+    """Plans by (instruction, micro-op words); all forgotten past :data:`_PLAN_BUDGET` index
+    entries, so memory stays bounded whatever runs."""
+
+    entries = 0
+
+    def put(self, key, plan) -> None:
+        size = plan.entries if plan else 1
+        if self.entries + size > _PLAN_BUDGET:
+            self.clear()
+            self.entries = 0
+        self[key] = plan
+        self.entries += size
+
+
+def _as_slice(idx: np.ndarray):
+    """``idx`` as a slice when it is a run of consecutive entries (a view then, not a gather)."""
+    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (
+            idx.size == 1 or np.all(np.diff(idx) == 1)):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+class _AluPlan:
+    """An ALU's hazard-free segments (:func:`_hazard_free_segments`) as (first execution,
+    destinations, sources or None) with slices where the entries are consecutive."""
+
+    __slots__ = ("total", "segments", "entries")
+
+    def __init__(self, dst: np.ndarray, src: np.ndarray | None):
+        self.total, self.entries = dst.size, 2 * dst.size
+        self.segments = [(lo, _as_slice(dst[lo:hi]), None if src is None else _as_slice(src[lo:hi]))
+                         for lo, hi in _hazard_free_segments(dst, src)]
+
+
+class _GemmPlan:
+    """A GEMM as matrix products, its index arrays made once.
+
+    A *reset* plan zeroes ``rows``. Otherwise the micro-op executions (the columns of
+    :func:`_weight_columns`) are grouped by destination rows: the columns of a group sum into
+    the same rows, so its input rows side by side times its weight blocks stacked is one
+    matrix product. Three ways (``mode``) to run the groups' products:
+
+    * ``inputs``: every group reads the same input rows (a convolution's output-channel
+      blocks): one input matrix times the groups' weights side by side (one wide product);
+    * ``weights``: the groups fall in a few classes, each with one sequence of weight blocks
+      (taps), some missing at a ragged group (a row of output pixels, the edge ones skipping
+      taps): per class, its groups' input rows stacked, a missing tap reading a zero row,
+      times the class's weight matrix (a tall product);
+    * ``batched``: a product per group, ragged groups padded with zeroed weight blocks.
+
+    The products run in float32 on at most :data:`_EXACT_TERMS` terms at a time (exact), and
+    are added to the int32 accumulators mod 2^32.
+    """
+
+    __slots__ = ("total", "entries", "rows", "unique", "x_rows", "w_rows", "valid", "mode",
+                 "shape", "zero_row")
+
+    @classmethod
+    def reset(cls, dst: np.ndarray) -> "_GemmPlan":
+        plan = cls()
+        plan.total, plan.entries, plan.x_rows, plan.mode = dst.size, dst.size, None, "reset"
+        plan.rows = _as_slice(np.unique(dst))
+        return plan
+
+    @classmethod
+    def of_columns(cls, cfg, d, s, w) -> "_GemmPlan":
+        plan = cls()
+        b = cfg.batch
+        zero_row = cfg.inp_depth * b            # a row of zeros after the input buffer's rows
+        g, valid = _column_groups(d[0])
+        n, size = g.shape
+        L = d.shape[0]
+        rows = d[:, g[:, 0]]                                     # (L, n): a group's rows
+        sg = s[:, g]                                             # (L, n, size)
+        batch = np.arange(b, dtype=np.intp)[:, None]
+        classes = _tap_classes(w, g, valid)
+        plan.zero_row = False
+        if valid is None and bool(np.all(sg == sg[:, :1])):
+            # Input matrix (L·batch, size·block_in); weights (size, n): one wide product.
+            plan.mode = "inputs"
+            plan.x_rows = (sg[:, 0, None, :] * b + batch).reshape(-1, size)
+            plan.w_rows = w[g].T
+            rows = rows.reshape(-1)                              # (L, n) order
+        elif classes is not None:
+            # Per class: input (groups·L·batch, taps·block_in), weights (taps,): tall products.
+            plan.mode = "weights"
+            plan.x_rows, plan.w_rows, order = [], [], []
+            for groups, taps, col in classes:                    # col: (groups, taps), -1 missing
+                xs = s[:, np.maximum(col, 0)].transpose(1, 0, 2)     # (groups, L, taps)
+                x = xs[:, :, None, :] * b + batch                    # (groups, L, batch, taps)
+                missing = np.broadcast_to((col < 0)[:, None, None, :], x.shape)
+                plan.zero_row |= bool(missing.any())
+                x[missing] = zero_row
+                plan.x_rows.append(x.reshape(-1, taps.size).astype(np.intp))
+                plan.w_rows.append(taps.astype(np.intp))
+                order.append(groups)
+            rows = rows[:, np.concatenate(order)].T.reshape(-1)  # (class, group, L) order
+        else:
+            # Per group: input (L·batch, size·block_in), weights (size,): batched products.
+            plan.mode = "batched"
+            plan.x_rows = (sg.transpose(1, 0, 2)[:, :, None, :] * b
+                           + batch).reshape(n, -1, size)
+            plan.w_rows = w[g]
+            rows = rows.T.reshape(-1)                            # (n, L) order
+        if plan.mode != "weights":
+            plan.x_rows = plan.x_rows.astype(np.intp)
+            plan.w_rows = plan.w_rows.astype(np.intp)
+        plan.valid = valid
+        plan.shape = (L, n)
+        plan.total = d.size
+        plan.unique = np.unique(rows).size == rows.size
+        plan.rows = _as_slice(rows) if plan.unique else rows
+        plan.entries = rows.size + sum(a.size for a in (
+            plan.x_rows + plan.w_rows if plan.mode == "weights" else (plan.x_rows, plan.w_rows)))
+        return plan
+
+    def run(self, sim) -> None:
+        acc = sim.acc
+        if self.x_rows is None:
+            acc[self.rows] = 0
+            return
+        cfg = sim.cfg
+        b, o, k = cfg.batch, cfg.block_out, cfg.block_in
+        inp = sim.inp.reshape(-1, k)
+        if self.zero_row:
+            inp = np.concatenate((inp, np.zeros((1, k), np.int8)))
+        if self.mode == "weights":
+            vals = np.concatenate([_exact_product(inp, x_rows, sim.wgt[taps].transpose(0, 2, 1))
+                                   for x_rows, taps in zip(self.x_rows, self.w_rows)])
+        elif self.mode == "inputs":
+            vals = _exact_product(inp, self.x_rows, sim.wgt[self.w_rows].transpose(0, 3, 1, 2))
+        else:
+            w = sim.wgt[self.w_rows]                             # (n, size, out, in)
+            if self.valid is not None:
+                w = np.where(self.valid[:, :, None, None], w, np.int8(0))
+            vals = _exact_product(inp, self.x_rows, w.transpose(0, 1, 3, 2))
+        L, n = self.shape
+        if self.mode == "inputs":
+            vals = vals.reshape(L, b, n, o).transpose(0, 2, 1, 3)
+        vals = vals.reshape(-1, b, o)
+        if self.unique:
+            acc[self.rows] += vals                               # int32: wraps mod 2^32
+        else:
+            np.add.at(acc, self.rows, vals)
+
+
+def _exact_product(inp: np.ndarray, x_rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """int32 ``X @ W`` where X's rows are ``inp`` rows ``x_rows`` (..., M, size) side by side
+    and W is ``w`` (size, block_in, ...) or batched (B, size, block_in, out) stacked, in
+    float32 on at most :data:`_EXACT_TERMS` terms at a time (each product exact), summed mod
+    2^32 like the hardware."""
+    k = inp.shape[1]
+    size = x_rows.shape[-1]
+    x = inp.take(x_rows, axis=0)
+    x = x.reshape(x.shape[:-2] + (size * k,)).astype(np.float32)
+    batched = x.ndim == 3
+    w = np.ascontiguousarray(w, np.float32)
+    w = w.reshape(w.shape[0], size * k, -1) if batched else w.reshape(size * k, -1)
+    span = _EXACT_TERMS // k * k
+    if size * k <= span:
+        return np.matmul(x, w).astype(np.int32)
+    vals = np.zeros(x.shape[:-1] + w.shape[-1:], np.int32)
+    for lo in range(0, size * k, span):                 # int32 sums wrap like the hardware
+        vals += np.matmul(x[..., lo:lo + span], w[..., lo:lo + span, :]).astype(np.int32)
+    return vals
+
+
+def _tap_classes(w: np.ndarray, g: np.ndarray, valid, most: int = 8):
+    """The groups in at most ``most`` classes whose weight rows are each one sequence (the
+    class's taps): ``[(groups, taps, col)]``, ``col[j, t]`` the column of the class's ``j``-th
+    group using tap ``t`` (-1 where it skips it); None if a group repeats a weight row or more
+    classes are needed."""
+    wg = w[g]                                                    # (n, size) weight rows
+    ok = np.ones(g.shape, bool) if valid is None else valid
+    classes = []                                                 # [taps, {row: tap}, groups]
+    for j in np.argsort(-ok.sum(1), kind="stable"):              # largest groups first
+        mine = wg[j][ok[j]]
+        if np.unique(mine).size != mine.size:
+            return None
+        for taps, where, groups in classes:
+            if all(int(r) in where for r in mine):
+                groups.append(j)
+                break
+        else:
+            if len(classes) == most:
+                return None
+            classes.append([mine, {int(r): t for t, r in enumerate(mine)}, [j]])
+    out = []
+    for taps, where, groups in classes:
+        groups = np.array(sorted(groups))
+        col = np.full((groups.size, taps.size), -1, np.int64)
+        for i, j in enumerate(groups):
+            for c in np.flatnonzero(ok[j]):
+                col[i, where[int(wg[j, c])]] = g[j, c]
+        out.append((groups, taps, col))
+    return out
+
+
+def _column_groups(first: np.ndarray):
+    """Columns grouped by their first destination: ``(g, valid)``, ``g`` (groups, size) column
+    numbers; ragged groups are padded with copies of their first column, ``valid`` False there
+    (None when all groups have one size)."""
+    order = np.argsort(first, kind="stable")
+    f = first[order]
+    starts = np.flatnonzero(f[1:] != f[:-1]) + 1
+    n = starts.size + 1
+    size = order.size // n
+    if n * size == order.size and (n == 1 or np.all(starts == np.arange(1, n) * size)):
+        return order.reshape(n, size), None
+    starts = np.concatenate(([0], starts))
+    sizes = np.diff(starts, append=order.size)
+    size = int(sizes.max())
+    group = np.repeat(np.arange(n), sizes)
+    pos = np.arange(order.size) - starts[group]
+    g = np.repeat(order[starts][:, None], size, axis=1)
+    g[group, pos] = order
+    valid = np.zeros((n, size), bool)
+    valid[group, pos] = True
+    return g, valid
 
 
 def _plan(insn: Instruction) -> tuple:
@@ -675,6 +993,9 @@ def alu_op(opcode: int, a: np.ndarray, b) -> np.ndarray:
         r = a + b
     elif opcode == AluOp.MUL:
         r = a * b
+    elif np.ndim(b) == 0:  # SHR by one amount (requantisation): the rule below, for a scalar
+        b = int(b)
+        r = a >> min(b, 31) if b >= 0 else (np.zeros_like(a) if b <= -32 else a << -b)
     else:  # SHR: right for b >= 0 (sign fill from 32 on), left for b < 0 (zero from 32 on)
         b = np.broadcast_to(b, a.shape)
         right = a >> np.minimum(b, 31).clip(0)
