@@ -119,3 +119,32 @@ def test_per_channel_shift_tail_on_vta():
     want = np.clip((acc + half.reshape(1, -1, 1, 1)) >> s.reshape(1, -1, 1, 1), -128, 127).astype(np.int8)
     outputs, _, _ = execute(compiled, {"x": x}, "functional")
     np.testing.assert_array_equal(outputs[0], want)
+
+
+def test_channel_scales_32_octaves_apart_quantise_and_run_on_vta():
+    """DenseNet-121's merged batch norms (Mul, Add, Mul, Add in one scale) give channels scaled
+    2^-32 below the largest. Their own exponents would need requantisation shifts beyond 31 bits
+    (a QuantizeError; before that check, a rounding constant wrapped in int32 and the CPU's shift
+    by 35 bits was LLVM's poison). They share a grid 2^-14 below the largest: the integer
+    program stays within the error bound, and VTA + CPU give the interpreter's result."""
+    rng = np.random.default_rng(5)
+    scale = np.exp2(rng.uniform(-6, 3, 32)) * rng.choice([-1, 1], 32)
+    scale[:6] = np.exp2([-26.0, -29.5, -31.0, -33.0, -35.0, -40.0])
+    shift = rng.standard_normal(32)
+    mod, concat = _affine_program(scale, shift)
+    cal = {k: rng.standard_normal((4, 1, 16, 4, 4)).astype("float32") for k in ("a", "b")}
+    q = quantize(mod, None, cal)
+    (conv,) = [c for c in _calls(q.mod, "nn.conv2d") if c.attrs.get("groups", 1) > 1]
+    assert np.all(np.abs(conv.args[1].data[6:]) >= 64)       # the others keep their 7 bits
+    cats = [concat(cal["a"][i], cal["b"][i]) for i in range(4)]
+    outs = [np.maximum(c * scale.reshape(-1, 1, 1) + shift.reshape(-1, 1, 1), 0) for c in cats]
+    step_cat = 2.0 ** np.ceil(np.log2(max(np.abs(c).max() for c in cats) / 127))
+    step_out = 2.0 ** np.ceil(np.log2(max(o.max() for o in outs) / 127))
+    coarse = 2.0 ** (np.ceil(np.log2(np.abs(scale).max() / 127)) - 14)    # the shared grid
+    bound = 0.5 * step_cat * np.abs(scale) + 127 * step_cat * np.maximum(np.abs(scale) / 128, coarse) + step_out
+    compiled = compile_module(q.mod, None, "default")
+    for i in range(2):
+        got = relay.run(q.mod, cal["a"][i], cal["b"][i])
+        assert np.all(np.abs(got - outs[i]) <= bound.reshape(1, -1, 1, 1))
+        vta, _, _ = execute(compiled, {"a": cal["a"][i], "b": cal["b"][i]}, "functional")
+        np.testing.assert_array_equal(vta[0], got)
