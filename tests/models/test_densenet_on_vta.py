@@ -148,3 +148,30 @@ def test_channel_scales_32_octaves_apart_quantise_and_run_on_vta():
         assert np.all(np.abs(got - outs[i]) <= bound.reshape(1, -1, 1, 1))
         vta, _, _ = execute(compiled, {"a": cal["a"][i], "b": cal["b"][i]}, "functional")
         np.testing.assert_array_equal(vta[0], got)
+
+
+def test_onnx_densenet121_first_layers_on_vta():
+    """DenseNet-121 as the onnx package ships it (seeded random weights as in the whole-model
+    run), from the image to the ReLU after the second concatenation's batch norm, on a 32x32
+    image. Each batch norm there is a Mul, Add, Mul, Add chain, merged into one depthwise
+    convolution; the first (64 channels after the max pool) has scales 2^-32 apart. VTA + CPU
+    give the interpreter's int8 result; the result agrees with onnxruntime."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from relay.frontend import from_onnx
+    from relay.frontend.onnx_zoo import light_path, ort_session, randomize, subgraph
+    model = randomize(subgraph(onnx.load(light_path("densenet121")), {"data_0": (1, 3, 32, 32)}, "r43"),
+                      seed=1)
+    mod, params = from_onnx(model)
+    x = np.random.default_rng(3).standard_normal((2, 1, 3, 32, 32)).astype("float32")
+    q = quantize(mod, params, {"data_0": x})
+    # Stem, 2 layers of 2 convolutions; the 6 batch norms after them fold into them, the 3 after
+    # the max pool and the concatenations become one depthwise convolution each (two unmerged).
+    assert len([c for c in _calls(q.mod, "nn.conv2d") if c.attrs.get("groups", 1) > 1]) == 3
+    compiled = compile_module(q.mod, None, "default")
+    assert compiled.vta_macs == compiled.macs
+    outs, _, _ = execute(compiled, {"data_0": x[0]}, "functional")
+    np.testing.assert_array_equal(outs[0], relay.run(q.mod, x[0]))
+    sess = ort_session(model)
+    (want,) = sess.run(None, {"data_0": x[0]})
+    assert float(np.dot(outs[0].ravel(), want.ravel()) / np.linalg.norm(outs[0]) / np.linalg.norm(want)) > 0.99

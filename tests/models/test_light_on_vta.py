@@ -4,7 +4,8 @@ result is the Relay interpreter's run of the integer program bit for bit; the fl
 onnxruntime; the int8 result agrees with float.
 
 CI runs each model's convolutional part (every conv, LRN and pool layer) on a small image; the
-whole models at 224x224 run with ``VTA_FULL_MODELS=1`` (marker ``models``, minutes each)."""
+whole models at 224x224, DenseNet-121 too (its first layers run in CI from
+tests/models/test_densenet_on_vta.py), run with ``VTA_FULL_MODELS=1`` (marker ``models``, minutes each)."""
 import os
 
 import numpy as np
@@ -67,7 +68,7 @@ def test_convolutional_part_on_vta(name, side):
 
 @pytest.mark.models
 @pytest.mark.skipif(not FULL, reason="whole 224x224 models take minutes: VTA_FULL_MODELS=1")
-@pytest.mark.parametrize("name", ["bvlc_alexnet", "zfnet512", "vgg19"])
+@pytest.mark.parametrize("name", ["bvlc_alexnet", "zfnet512", "vgg19", "densenet121"])
 def test_whole_model_on_vta(name):
     model = with_logits(randomize(onnx.load(light_path(name)), seed=1))
     outs, ref, want, compiled, q = _on_vta(model)
