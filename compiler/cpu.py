@@ -342,7 +342,7 @@ def _gen_concatenate(g: _Gen, call) -> None:
 def _shift(g: _Gen, name, vals, dtype):
     """``x >> n`` / ``x << n`` as the interpreter (numpy) computes them for every ``n``: an amount
     outside [0, bits) (negative ones too) gives the sign fill / 0. LLVM's ``ashr``/``shl`` by such
-    an amount is poison (x86 masks it to 5 bits): the amount is clamped, the result selected."""
+    an amount is poison (any value): the amount is clamped, the result selected."""
     b, ir = g.b, g.ir
     x, n = vals
     ty = g.ty(dtype)

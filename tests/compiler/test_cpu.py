@@ -149,7 +149,7 @@ def @main(%x: Tensor[(2, 3, 9, 8), float32], %i: Tensor[(1, 4, 6, 6), int8],
 
 # A requantisation by a per-channel shift of 32 bits or more (a channel whose scale is 2^-32 of
 # the tensor's largest, as DenseNet-121's merged batch norms give) is left to the CPU by the
-# partitioner. LLVM's ashr/shl by such an amount is poison (x86 shifted by 35 & 31 = 3), while
+# partitioner. LLVM's ashr/shl by such an amount is poison (DenseNet-121 got -2^31 for -1), while
 # the interpreter gives the sign fill (0 to the left): the whole model differed silently.
 _SHIFTS = st.integers(-40, 40)
 
