@@ -16,7 +16,8 @@ Every segment becomes one function ``void f(i8** inputs, i8* out)`` looping over
   ``nn.global_max_pool2d``) that VTA does not run.
 
 Arithmetic follows the Relay interpreter exactly (float convolution, dense and softmax to
-rounding: numpy sums in another order): integers wrap, shifts are arithmetic,
+rounding: numpy sums in another order): integers wrap, shifts are arithmetic (by an amount
+outside [0, bits): the sign fill, or 0 to the left),
 ``cast`` truncates, ``round`` rounds half away from zero, average pools divide in float64 and
 truncate. A Relay operator outside this list runs in the Relay interpreter, and the report
 says so (``"interpreted": true``).
@@ -338,6 +339,23 @@ def _gen_concatenate(g: _Gen, call) -> None:
     g.loop(int(np.prod(out_shape, dtype=np.int64)), body)
 
 
+def _shift(g: _Gen, name, vals, dtype):
+    """``x >> n`` / ``x << n`` as the interpreter (numpy) computes them for every ``n``: an amount
+    outside [0, bits) (negative ones too) gives the sign fill / 0. LLVM's ``ashr``/``shl`` by such
+    an amount is poison (any value): the amount is clamped, the result selected."""
+    b, ir = g.b, g.ir
+    x, n = vals
+    ty = g.ty(dtype)
+    bits = ir.Constant(ty, ty.width)
+    inside = b.icmp_unsigned("<", n, bits)
+    safe = b.select(inside, n, ir.Constant(ty, ty.width - 1))
+    if name == "left_shift":
+        return b.select(inside, b.shl(x, safe), ir.Constant(ty, 0))
+    if dtype == "uint8":
+        return b.select(inside, b.lshr(x, safe), ir.Constant(ty, 0))
+    return b.ashr(x, safe)      # by bits - 1: the sign fill
+
+
 def _scalar_op(g: _Gen, name, attrs, vals, dtype):
     b, ir = g.b, g.ir
     fl = dtype.startswith("float")
@@ -350,10 +368,8 @@ def _scalar_op(g: _Gen, name, attrs, vals, dtype):
         return b.fmul(*vals) if fl else b.mul(*vals)
     if name == "divide":
         return b.fdiv(*vals) if fl else b.sdiv(*vals)
-    if name == "right_shift":
-        return b.ashr(*vals)
-    if name == "left_shift":
-        return b.shl(*vals)
+    if name in ("right_shift", "left_shift"):
+        return _shift(g, name, vals, dtype)
     if name in ("maximum", "minimum"):
         x, y = vals
         if fl:

@@ -9,7 +9,7 @@ from ..analysis import post_order
 from ..ir import Call, Constant, IRModule, Op, Tuple, TupleGetItem, op_call, with_fields
 from ..transform._util import use_counts
 
-__all__ = ["prepare", "fold_affine_into_anchor", "rebuild"]
+__all__ = ["prepare", "fold_affine_into_anchor", "merge_affine_chains", "rebuild"]
 
 ANCHORS = ("nn.conv2d", "nn.dense", "nn.conv2d_transpose")
 
@@ -130,10 +130,70 @@ def fold_affine_into_anchor(mod: IRModule) -> IRModule:
     return mod.with_function("main", with_fields(fn, body=body))
 
 
+def _affine_constant(c):
+    """A float constant that broadcasts along the channel axis of NCHW data only: a scalar,
+    (C, 1, 1) or (1, C, 1, 1); as an array of one of those shapes, else None."""
+    if not isinstance(c, Constant) or not np.issubdtype(c.data.dtype, np.floating):
+        return None
+    s = c.data.astype(np.float64)
+    if s.size == 1 and s.ndim <= 1:
+        return s.reshape(())
+    if s.ndim == 3 and s.shape[1:] == (1, 1) or s.ndim == 4 and s.shape[0] == 1 and s.shape[2:] == (1, 1):
+        return s.reshape(-1, 1, 1)
+    return None
+
+
+def merge_affine_chains(mod: IRModule) -> IRModule:
+    """Merge chains of per-channel affine steps (``multiply``/``divide``/``add``/``subtract`` by
+    a scalar or per-channel constant, e.g. a batch norm written as Mul, Add, Mul, Add) into one
+    ``multiply`` and one ``add``.  Guarantees: the result computes the same function (up to
+    float rounding); steps are merged only through values with one user."""
+    fn = mod["main"]
+    uses = use_counts(fn.body)
+    chains = {}         # id(new node) -> (data, scale, shift, dtype)
+
+    def rewrite(old, args):
+        name = old.op.name if isinstance(old.op, Op) else None
+        if name in ("multiply", "divide", "add", "subtract") and len(args) == 2:
+            x, c = args
+            k = _affine_constant(c)
+            if k is None and name in ("multiply", "add"):
+                x, c = c, x
+                k = _affine_constant(c)
+            if k is not None and not isinstance(x, Constant):
+                dtype = c.data.dtype
+                inner = chains.get(id(x))
+                src = old.args[0] if x is args[0] else old.args[1]
+                merged = inner is not None and uses.get(id(src), 0) == 1
+                if merged:
+                    x, scale, shift, _ = inner
+                else:
+                    scale, shift = np.ones(()), np.zeros(())
+                if name == "multiply":
+                    scale, shift = scale * k, shift * k
+                elif name == "divide":
+                    scale, shift = scale / k, shift / k
+                else:
+                    shift = shift + (k if name == "add" else -k)
+                if merged:
+                    y = op_call("add", op_call("multiply", x, Constant(scale.astype(dtype))),
+                                Constant(shift.astype(dtype)))
+                else:       # a single step stays as it is
+                    y = Call(old.op, tuple(args), old.attrs)
+                chains[id(y)] = (x, scale, shift, dtype)
+                return y
+        return Call(old.op, tuple(args), old.attrs)
+
+    body = rebuild(fn.body, rewrite)
+    return mod.with_function("main", with_fields(fn, body=body))
+
+
 def prepare(mod: IRModule, params: dict | None = None) -> IRModule:
-    """Bind ``params``, turn batch norm and dropout into arithmetic, fold constants and fold
-    every per-channel affine step into the preceding convolution or dense layer."""
-    passes = [T.simplify_inference, T.fold_constant, fold_affine_into_anchor, T.fold_constant]
+    """Bind ``params``, turn batch norm and dropout into arithmetic, fold constants, fold
+    every per-channel affine step into the preceding convolution or dense layer, and merge the
+    chains of affine steps left (after a concatenation, say) into one scale and one shift."""
+    passes = [T.simplify_inference, T.fold_constant, fold_affine_into_anchor, T.fold_constant,
+              merge_affine_chains, T.fold_constant]
     if params:
         passes.insert(0, lambda m: T.bind_params(m, {k: v for k, v in params.items()
                                                      if k in {p.name_hint for p in m["main"].params}}))

@@ -37,6 +37,7 @@ __all__ = ["Rep", "realize", "exponent_for", "round_half_away", "INT8_MIN", "INT
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -2 ** 31, 2 ** 31 - 1
 
+CHANNEL_EXP_SPREAD = 14     # per-channel scale exponents of a depthwise step lie within this of the largest
 _AFFINE = ("multiply", "divide", "add", "subtract")
 _SHAPE_OPS = ("reshape", "nn.batch_flatten", "transpose", "squeeze", "expand_dims", "strided_slice")
 _POOLS = ("nn.avg_pool2d", "nn.global_avg_pool2d")
@@ -289,6 +290,11 @@ class _Realizer:
         q = self.q_of(x)
         channels = scale.size
         ew = exponent_for(np.abs(scale))
+        # The output is requantised per tensor from the largest channel's grid (about 7 bits
+        # coarser). A channel scaled 2^-14 below the largest adds less than its resolution; a
+        # finer grid of its own would only push its shift and its bias out of int32 (DenseNet-121's
+        # merged batch norms reach 2^-32: shifts of 35 bits, biases clipped). It shares this one.
+        ew = np.maximum(ew, ew.max() - CHANNEL_EXP_SPREAD)
         wq = np.clip(round_half_away(scale / np.exp2(ew)), INT8_MIN, INT8_MAX).astype(np.int8)
         y = op_call("nn.conv2d", q.expr, Constant(wq.reshape(channels, 1, 1, 1)), groups=channels,
                     channels=channels, kernel_size=(1, 1), out_dtype="int32")

@@ -3,8 +3,10 @@ packing functions for the layout transforms)."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import relay
+from relay.ir import Constant, op_call
 from isa.config import load_config
 
 from compiler.compile import compile_module
@@ -143,3 +145,61 @@ def @main(%x: Tensor[(2, 3, 9, 8), float32], %i: Tensor[(1, 4, 6, 6), int8],
     for got, ref in ((outs[0], want[0]), (outs[2], want[2])):
         assert got.dtype == ref.dtype == np.float32
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+# A requantisation by a per-channel shift of 32 bits or more (a channel whose scale is 2^-32 of
+# the tensor's largest, as DenseNet-121's merged batch norms give) is left to the CPU by the
+# partitioner. LLVM's ashr/shl by such an amount is poison (DenseNet-121 got -2^31 for -1), while
+# the interpreter gives the sign fill (0 to the left): the whole model differed silently.
+_SHIFTS = st.integers(-40, 40)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(["int8", "uint8", "int32"]), name=st.sampled_from(["right_shift", "left_shift"]),
+       amounts=st.lists(_SHIFTS, min_size=4, max_size=4), seed=st.integers(0, 2 ** 16))
+def test_shift_by_any_amount_matches_the_interpreter(dtype, name, amounts, seed):
+    """Shifts by constant per-channel amounts and by a tensor of amounts, every amount in
+    [-40, 40] (outside [0, bits) included), of every integer type the CPU code takes."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(info.min, info.max, (1, 4, 3, 2), endpoint=True).astype(dtype)
+    n = (np.array(amounts) % 256 if dtype == "uint8" else np.array(amounts)).astype(dtype)
+    var_n = rng.integers(-40, 41, (1, 4, 3, 2))
+    var_n = (var_n % 256 if dtype == "uint8" else var_n).astype(dtype)
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 3, 2), {dtype}], %n: Tensor[(1, 4, 3, 2), {dtype}],
+          %c: Tensor[(4, 1, 1), {dtype}]) {{
+  ({name}(%x, %c), {name}(%x, %n))
+}}
+"""
+    mod = relay.parse(text)
+    model = compile_module(mod, {"c": n.reshape(4, 1, 1)}, "default")
+    lib = CpuLibrary(model.segments)
+    outs, report, _ = execute(model, {"x": x, "n": var_n}, "functional", cpu=lib)
+    assert not any(r.get("interpreted") for r in report["segments"])
+    for got, want in zip(outs, relay.run(mod, x, var_n, n.reshape(4, 1, 1))):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_requantisation_by_a_shift_beyond_31_bits_on_vta_and_cpu():
+    """The DenseNet-121 reproduction: a depthwise 1x1 convolution on VTA whose per-channel
+    requantisation shifts reach 35 bits (their rounding constant wraps to 0 in int32 as the
+    quantiser emitted it); the shift runs on the CPU. VTA + CPU == the interpreter."""
+    x = RNG.integers(-128, 128, (1, 32, 4, 4)).astype(np.int8)
+    w = RNG.integers(64, 128, (32, 1, 1, 1)).astype(np.int8)
+    bias = RNG.integers(-2 ** 20, 2 ** 20, 32).astype(np.int32)
+    s = np.concatenate([np.arange(28, 36), RNG.integers(0, 12, 24)]).astype(np.int64)
+    half = np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0).astype(np.int32)   # 2^34 -> 0
+    data = relay.Var("x", relay.TensorType(x.shape, "int8"))
+    y = op_call("nn.conv2d", data, Constant(w), groups=32, channels=32, kernel_size=(1, 1), out_dtype="int32")
+    y = op_call("nn.bias_add", y, Constant(bias), axis=1)
+    y = op_call("right_shift", op_call("add", y, Constant(half.reshape(-1, 1, 1))),
+                Constant(s.astype(np.int32).reshape(-1, 1, 1)))
+    mod = relay.IRModule({"main": relay.Function([data], op_call("cast", op_call(
+        "clip", y, a_min=-128.0, a_max=127.0), dtype="int8"))})
+    model = compile_module(mod, None, "default")
+    assert any(g.target == "vta" and g.op.kind == "conv2d" for g in model.segments)
+    outs, report, _ = execute(model, {"x": x}, "functional")
+    want = relay.run(mod, x)
+    np.testing.assert_array_equal(outs[0], want)
+    assert np.any(want[0, 4:8] != 0)       # the channels shifted by 32..35: the sign fill (-1)

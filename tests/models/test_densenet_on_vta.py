@@ -119,3 +119,59 @@ def test_per_channel_shift_tail_on_vta():
     want = np.clip((acc + half.reshape(1, -1, 1, 1)) >> s.reshape(1, -1, 1, 1), -128, 127).astype(np.int8)
     outputs, _, _ = execute(compiled, {"x": x}, "functional")
     np.testing.assert_array_equal(outputs[0], want)
+
+
+def test_channel_scales_32_octaves_apart_quantise_and_run_on_vta():
+    """DenseNet-121's merged batch norms (Mul, Add, Mul, Add in one scale) give channels scaled
+    2^-32 below the largest. Their own exponents would need requantisation shifts beyond 31 bits
+    (a QuantizeError; before that check, a rounding constant wrapped in int32 and the CPU's shift
+    by 35 bits was LLVM's poison). They share a grid 2^-14 below the largest: the integer
+    program stays within the error bound, and VTA + CPU give the interpreter's result."""
+    rng = np.random.default_rng(5)
+    scale = np.exp2(rng.uniform(-6, 3, 32)) * rng.choice([-1, 1], 32)
+    scale[:6] = np.exp2([-26.0, -29.5, -31.0, -33.0, -35.0, -40.0])
+    shift = rng.standard_normal(32)
+    mod, concat = _affine_program(scale, shift)
+    cal = {k: rng.standard_normal((4, 1, 16, 4, 4)).astype("float32") for k in ("a", "b")}
+    q = quantize(mod, None, cal)
+    (conv,) = [c for c in _calls(q.mod, "nn.conv2d") if c.attrs.get("groups", 1) > 1]
+    assert np.all(np.abs(conv.args[1].data[6:]) >= 64)       # the others keep their 7 bits
+    cats = [concat(cal["a"][i], cal["b"][i]) for i in range(4)]
+    outs = [np.maximum(c * scale.reshape(-1, 1, 1) + shift.reshape(-1, 1, 1), 0) for c in cats]
+    step_cat = 2.0 ** np.ceil(np.log2(max(np.abs(c).max() for c in cats) / 127))
+    step_out = 2.0 ** np.ceil(np.log2(max(o.max() for o in outs) / 127))
+    coarse = 2.0 ** (np.ceil(np.log2(np.abs(scale).max() / 127)) - 14)    # the shared grid
+    bound = 0.5 * step_cat * np.abs(scale) + 127 * step_cat * np.maximum(np.abs(scale) / 128, coarse) + step_out
+    compiled = compile_module(q.mod, None, "default")
+    for i in range(2):
+        got = relay.run(q.mod, cal["a"][i], cal["b"][i])
+        assert np.all(np.abs(got - outs[i]) <= bound.reshape(1, -1, 1, 1))
+        vta, _, _ = execute(compiled, {"a": cal["a"][i], "b": cal["b"][i]}, "functional")
+        np.testing.assert_array_equal(vta[0], got)
+
+
+def test_onnx_densenet121_first_layers_on_vta():
+    """DenseNet-121 as the onnx package ships it (seeded random weights as in the whole-model
+    run), from the image to the ReLU after the second concatenation's batch norm, on a 32x32
+    image. Each batch norm there is a Mul, Add, Mul, Add chain, merged into one depthwise
+    convolution; the first (64 channels after the max pool) has scales 2^-32 apart. VTA + CPU
+    give the interpreter's int8 result; the result agrees with onnxruntime."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from relay.frontend import from_onnx
+    from relay.frontend.onnx_zoo import light_path, ort_session, randomize, subgraph
+    model = randomize(subgraph(onnx.load(light_path("densenet121")), {"data_0": (1, 3, 32, 32)}, "r43"),
+                      seed=1)
+    mod, params = from_onnx(model)
+    x = np.random.default_rng(3).standard_normal((2, 1, 3, 32, 32)).astype("float32")
+    q = quantize(mod, params, {"data_0": x})
+    # Stem, 2 layers of 2 convolutions; the 6 batch norms after them fold into them, the 3 after
+    # the max pool and the concatenations become one depthwise convolution each (two unmerged).
+    assert len([c for c in _calls(q.mod, "nn.conv2d") if c.attrs.get("groups", 1) > 1]) == 3
+    compiled = compile_module(q.mod, None, "default")
+    assert compiled.vta_macs == compiled.macs
+    outs, _, _ = execute(compiled, {"data_0": x[0]}, "functional")
+    np.testing.assert_array_equal(outs[0], relay.run(q.mod, x[0]))
+    sess = ort_session(model)
+    (want,) = sess.run(None, {"data_0": x[0]})
+    assert float(np.dot(outs[0].ravel(), want.ravel()) / np.linalg.norm(outs[0]) / np.linalg.norm(want)) > 0.99

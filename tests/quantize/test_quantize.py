@@ -7,9 +7,10 @@ from hypothesis import given, settings, strategies as st
 import relay
 from relay import transform as T
 from relay.analysis import post_order
-from relay.ir import Call, Op
+from relay.ir import Call, Constant, Op, Tuple, op_call
 from relay.quantize import (QConfig, QuantizeError, anchor_macs, exponent_for, fold_affine_into_anchor, quantize,
                             round_half_away)
+from relay.quantize.prepare import merge_affine_chains
 from relay.quantize.realize import quantize_input, shift_round
 
 
@@ -101,6 +102,28 @@ def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
 }''')
     after = fold_affine_into_anchor(T.fold_constant(mod))
     assert "multiply" in _ops(after)
+
+
+def test_merge_affine_chains_before_and_after():
+    """Mul, Add, Mul, Add by per-channel and scalar constants after a concatenation (DenseNet's
+    batch norm as the ONNX model writes it) become one multiply and one add; a chain through a
+    value with two users, or a single step, stays as it was."""
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.standard_normal((4, 1, 1)).astype("float32") for _ in range(4))
+    x = relay.Var("x", relay.TensorType((1, 2, 3, 3), "float32"))
+    cat = op_call("concatenate", Tuple((x, x)), axis=1)
+    y = op_call("add", op_call("multiply", op_call("add", op_call("multiply", cat, Constant(a)), Constant(b)),
+                               Constant(c)), Constant(d))
+    shared = op_call("subtract", cat, Constant(np.float32(0.5)))
+    z = op_call("divide", shared, Constant(np.float32(4.0)))
+    before = relay.IRModule({"main": relay.Function([x], Tuple((y, z, shared)))})
+    after = merge_affine_chains(before)
+    ops = _ops(after)
+    assert ops.count("multiply") == 1 and ops.count("add") == 1        # the chain of four: two
+    assert ops.count("subtract") == 1 and ops.count("divide") == 1     # shared: left apart
+    v = rng.standard_normal((1, 2, 3, 3)).astype("float32")
+    for got, want in zip(relay.run(after, v), relay.run(before, v)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------- the integer program
