@@ -23,9 +23,12 @@ Needs the ``sdram`` extra (litedram, litex, migen).
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 __all__ = ["TOP", "SdramGeometry", "sdram_geometry", "sdram_verilog", "DEFAULT_MODULE",
            "POWER_UP_US"]
@@ -169,7 +172,31 @@ def sdram_geometry(clk_hz: float, module: str = DEFAULT_MODULE) -> SdramGeometry
 
 @lru_cache(maxsize=8)
 def sdram_verilog(clk_hz: float, module: str = DEFAULT_MODULE) -> str:
-    """The Verilog of the Migen top (module ``TOP``) for a ``clk_hz`` system clock."""
+    """The Verilog of the Migen top (module ``TOP``) for a ``clk_hz`` system clock.
+
+    Migen names signals in an order that depends on object addresses, so two processes emit
+    different (equivalent) texts; the first text is kept in ``build/sdram/``, keyed by this
+    file, the LiteX packages' versions and the arguments, so that the Verilator build of a
+    design that includes it (keyed by its text) is reused."""
+    from importlib.metadata import version
+
+    from ..toolchain import build_dir
+
+    _require()
+    key = hashlib.sha256(repr((Path(__file__).read_text(), module, clk_hz,
+                               [version(p) for p in ("litedram", "litex", "migen")]))
+                         .encode()).hexdigest()[:16]
+    path = build_dir("sdram") / f"{TOP}-{key}.v"
+    if path.exists():
+        return path.read_text()
+    text = _convert(clk_hz, module)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)             # atomic: a concurrent builder writes an equivalent text
+    return text
+
+
+def _convert(clk_hz: float, module: str) -> str:
     from migen.fhdl.verilog import convert
 
     top, _ = _build(module, clk_hz)
