@@ -16,7 +16,9 @@ Address map (byte addresses): the board's DRAM from 0 (the core's physical addre
 host's 0), the core's registers (:mod:`isa.registers`) at ``CSR_BASE`` + offset, and the board's
 description at ``INFO_BASE``: ``INFO_MAGIC`` (reads :data:`BOARD_MAGIC`), ``INFO_DRAM_BYTES``,
 ``INFO_CLOCK_HZ`` (the core's clock), ``INFO_CONFIG`` (:func:`config_word` of the
-configuration the bitstream was built for) as word offsets. Other addresses read 0 and ignore writes.
+configuration the bitstream was built for), ``INFO_STATUS`` (bit ``STATUS_MEM_READY``: the DRAM
+answers; an SDRAM board raises it once the chip is initialised, ~100 µs after reset, and holds
+memory accesses until then) as word offsets. Other addresses read 0 and ignore writes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import zlib
 
 __all__ = ["CMD_WRITE", "CMD_READ", "MAX_WORDS", "CSR_BASE", "WORD_BYTES", "IDLE_TIMEOUT_S",
            "FT231X_MAX_BAUD", "DEFAULT_BAUD", "ADDR_WORD_BITS", "PAGE_BYTES", "INFO_BASE",
-           "INFO_MAGIC", "INFO_DRAM_BYTES", "INFO_CLOCK_HZ", "INFO_CONFIG", "BOARD_MAGIC",
+           "INFO_MAGIC", "INFO_DRAM_BYTES", "INFO_CLOCK_HZ", "INFO_CONFIG", "INFO_STATUS",
+           "STATUS_MEM_READY", "BOARD_MAGIC",
            "config_word"]
 
 CMD_WRITE = 0x01
@@ -38,7 +41,9 @@ CSR_BASE = 0xF000_0000
 #: The decoder's page: 16 KiB (4096 words) per region above DRAM.
 PAGE_BYTES = 0x4000
 INFO_BASE = CSR_BASE + PAGE_BYTES
-INFO_MAGIC, INFO_DRAM_BYTES, INFO_CLOCK_HZ, INFO_CONFIG = 0, 1, 2, 3
+INFO_MAGIC, INFO_DRAM_BYTES, INFO_CLOCK_HZ, INFO_CONFIG, INFO_STATUS = 0, 1, 2, 3, 4
+#: ``INFO_STATUS`` bit: the board's DRAM is ready (its SDRAM initialised).
+STATUS_MEM_READY = 1 << 0
 #: "VTAB": a VTA board design answers on this link.
 BOARD_MAGIC = 0x56544142
 IDLE_TIMEOUT_S = 0.05

@@ -49,6 +49,9 @@ ERROR_FIELDS = {
 BOARD_SIM = "board-sim"
 #: Wall-clock bound on one image's run on ``board-sim`` when the caller gives none.
 BOARD_SIM_TIMEOUT_S = 1800.0
+#: Bound on the wait for a board's DRAM after reset: the SDRAM needs ~100 µs (with its init
+#: sequence), so a board not ready after this long will not get ready by waiting.
+READY_TIMEOUT_S = 0.5
 # The counters a timeout diagnosis compares.
 PROGRESS_COUNTERS = tuple(n for n in COUNTERS if n.endswith(("_busy", "_stall")))
 
@@ -69,19 +72,26 @@ class Link(Protocol):
 
     def read_mem(self, addr: int, nbytes: int) -> bytes: ...
 
+    # Optional: ``mem_ready() -> bool``, whether the board's DRAM answers yet (an SDRAM board
+    # initialises its chip after reset); a link without it is always ready.
+
 
 class BoardBackend(Backend):
     """Runs images on a board through ``link`` (e.g. :class:`~driver.backends.simlink.SimulatedLink`).
 
     ``poll_interval`` is the pause between status polls, in seconds; ``diagnosis_polls`` is
-    how many polls apart a timeout reads the counters twice.
+    how many polls apart a timeout reads the counters twice. Before it touches the board's
+    DRAM the backend waits, at most ``ready_timeout`` seconds, for the link's ``mem_ready()``
+    (the board description's ``STATUS_MEM_READY``); ``ready_polls`` is how many looks the
+    last wait took.
     """
 
     name = "board"
     has_cycles = True
 
     def __init__(self, link: "Link | str | None" = None, *, poll_interval: float = 0.0,
-                 default_timeout: float = 60.0, diagnosis_polls: int = 16):
+                 default_timeout: float = 60.0, diagnosis_polls: int = 16,
+                 ready_timeout: float = READY_TIMEOUT_S):
         self._board_sim = link == BOARD_SIM
         if link == "sim":
             from .simlink import SimulatedLink
@@ -98,6 +108,7 @@ class BoardBackend(Backend):
         self.link = link
         self.poll_interval, self.default_timeout = poll_interval, default_timeout
         self.diagnosis_polls = diagnosis_polls
+        self.ready_timeout, self.ready_polls = ready_timeout, 0
 
     def run(self, image: ProgramImage, *, timeout: float | None = None) -> RunResult:
         if self._board_sim:
@@ -121,6 +132,7 @@ class BoardBackend(Backend):
         if ident != CSR_ID:
             raise BackendUnavailable(f"the board's ID register reads {ident:#010x}, not the "
                                      f"VTA core's {CSR_ID:#010x}: not this register map")
+        self._wait_mem_ready()
         if link.read_reg(R.CTRL) & R.CTRL_RUNNING:
             raise DeviceError("the board is still running an earlier launch", field="CTRL")
         link.write_mem(0, image.dram.tobytes())
@@ -173,6 +185,28 @@ class BoardBackend(Backend):
                        index=index if index >= 0 else None)
         counters = {name: int(r[name]) for name in COUNTERS}
         return RunResult(np.asarray(r["dram"], np.uint8), counters, int(r["cycles"]), self.name)
+
+    def _wait_mem_ready(self) -> None:
+        """Poll the link's ``mem_ready()`` until it holds, for at most ``ready_timeout`` s
+        (and at least twice, so a slow host still looks once after the bound)."""
+        ready = getattr(self.link, "mem_ready", None)
+        self.ready_polls = 0
+        if ready is None:
+            return
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            self.ready_polls += 1
+            if ready():
+                return
+            if self.ready_polls >= 2 and time.monotonic() > deadline:
+                raise BackendUnavailable(
+                    f"the board's SDRAM did not finish its init within "
+                    f"{self.ready_timeout * 1e3:g} ms: the board description's status word "
+                    f"never showed STATUS_MEM_READY ({self.ready_polls} looks); press the "
+                    f"board's reset, check LED 3 (lit when the SDRAM is ready), or reload the "
+                    f"bitstream (vta program)")
+            if self.poll_interval:
+                time.sleep(self.poll_interval)
 
     def _counters(self, names) -> dict:
         return {name: self.link.read_reg(counter_offset(name)) for name in names}

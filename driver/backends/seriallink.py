@@ -112,6 +112,11 @@ class SerialLink:
                             + be[4 * i:4 * (i + n)])
 
     # -- the Link interface ---------------------------------------------------------------
+    def mem_ready(self) -> bool:
+        """The board description's ``STATUS_MEM_READY`` bit (the SDRAM is initialised)."""
+        return bool(int(self._read_words(H.INFO_BASE // 4 + H.INFO_STATUS, 1)[0])
+                    & H.STATUS_MEM_READY)
+
     def read_reg(self, offset: int) -> int:
         return int(self._read_words((H.CSR_BASE + offset) // 4, 1)[0])
 

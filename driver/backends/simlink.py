@@ -110,12 +110,18 @@ class _Core:
 
 class SimulatedLink:
     """A software board: ``dram_bytes`` of DRAM and the control registers of
-    :mod:`isa.registers` (see the module's text for what it simulates)."""
+    :mod:`isa.registers` (see the module's text for what it simulates).
+
+    Like an SDRAM board just out of reset, its DRAM becomes ready at the ``init_polls``-th
+    look of :meth:`mem_ready` (never with None); a DRAM access before is refused (a real
+    board would not answer it)."""
 
     has_cycle_counter = False  # the software core counts instructions, not cycles
 
     def __init__(self, *, dram_bytes: int = 64 << 20, config: "VTAConfig | str | None" = None,
-                 steps_per_poll: int = 64, detect_deadlock: bool = True):
+                 steps_per_poll: int = 64, detect_deadlock: bool = True,
+                 init_polls: "int | None" = 2):
+        self.init_polls, self.ready_looks = init_polls, 0
         self.dram_bytes = dram_bytes
         self.config = None if config is None else load_config(config)
         self.steps_per_poll, self.detect_deadlock = steps_per_poll, detect_deadlock
@@ -128,13 +134,24 @@ class SimulatedLink:
     def configure(self, cfg: VTAConfig) -> None:
         self.config = cfg
 
+    def mem_ready(self) -> bool:
+        self.ready_looks += 1
+        return self.init_polls is not None and self.ready_looks >= self.init_polls
+
+    def _check_ready(self) -> None:
+        if self.init_polls is None or self.ready_looks < self.init_polls:
+            raise RuntimeError("the simulated board's DRAM was accessed before mem_ready() "
+                               "reported its SDRAM initialised")
+
     def write_mem(self, addr: int, data: bytes) -> None:
+        self._check_ready()
         if addr < 0 or addr + len(data) > self.dram_bytes:
             raise ValueError(f"link write [{addr}, {addr + len(data)}) is outside the board's "
                              f"DRAM ({self.dram_bytes} bytes)")
         self.dram[addr:addr + len(data)] = np.frombuffer(data, np.uint8)
 
     def read_mem(self, addr: int, nbytes: int) -> bytes:
+        self._check_ready()
         if addr < 0 or addr + nbytes > self.dram_bytes:
             raise ValueError(f"link read [{addr}, {addr + nbytes}) is outside the board's "
                              f"DRAM ({self.dram_bytes} bytes)")

@@ -3,8 +3,8 @@ Migen top, converted to Verilog for :class:`~hw.board.sdram.SdramMemory` to inst
 
 LiteDRAM's standalone generator only emits DDR PHYs, so this module builds the SDR core itself:
 ``litedram.phy.GENSDRPHY`` (1:1, one DFI phase), ``LiteDRAMController`` and its crossbar, one
-native user port of the core's bus width (LiteDRAM's up-converter packs the 16-bit chip words),
-and a hardware initialisation sequencer (LiteDRAM leaves that to a CPU's firmware; this design has
+native user port of the chip's 16-bit width (the adapter packs the words of a wider bus itself,
+one command a cycle: LiteDRAM's down-converter spends a cycle more per wide word), and a hardware initialisation sequencer (LiteDRAM leaves that to a CPU's firmware; this design has
 none). The sequencer replays ``litedram.init``'s own SDR sequence on the DFI, then hands the DFI
 to the controller and raises ``init_done``.
 
@@ -14,7 +14,7 @@ Ports of the Verilog module ``TOP`` (all in the one clock domain ``sys_clk``/``s
   ``sdram_cke``, ``sdram_ras_n``, ``sdram_cas_n``, ``sdram_we_n``, ``sdram_dm``; the DQ bus split
   into ``sdram_dq_o``, ``sdram_dq_oe`` and ``sdram_dq_i`` (the board top puts the tristate
   buffer on the pins; the simulation connects the chip model);
-* the user side, LiteDRAM's native port in words of ``data_width`` bits: ``cmd_valid``,
+* the user side, LiteDRAM's native port in words of the chip's 16 bits: ``cmd_valid``,
   ``cmd_ready``, ``cmd_we``, ``cmd_addr``; ``wdata_valid``, ``wdata_ready``, ``wdata_data``,
   ``wdata_we`` (byte enables); ``rdata_valid``, ``rdata_ready``, ``rdata_data``; ``init_done``.
 
@@ -23,9 +23,12 @@ Needs the ``sdram`` extra (litedram, litex, migen).
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 __all__ = ["TOP", "SdramGeometry", "sdram_geometry", "sdram_verilog", "DEFAULT_MODULE",
            "POWER_UP_US"]
@@ -47,7 +50,7 @@ class SdramGeometry:
     ncols: int
     chip_bits: int            # DQ width
     cl: int                   # CAS latency the PHY programs
-    port_bits: int            # user-port word
+    port_bits: int            # user-port word (the chip's DQ width)
     port_addr_bits: int
 
     @property
@@ -65,7 +68,7 @@ def _require():
                           f"'sdram' extra: pip install -e '.[sdram]'") from None
 
 
-def _build(module_name: str, clk_hz: float, data_width: int):
+def _build(module_name: str, clk_hz: float):
     """The Migen top and its ports (name → signal)."""
     _require()
     from litedram import modules
@@ -102,7 +105,7 @@ def _build(module_name: str, clk_hz: float, data_width: int):
             self.submodules.controller = ctl = LiteDRAMController(phy.settings, geom, timing,
                                                                   clk_hz)
             self.submodules.crossbar = xbar = LiteDRAMCrossbar(ctl.interface)
-            port = xbar.get_port(data_width=data_width)
+            port = xbar.get_port()
             for name, sig in (("cmd_valid", port.cmd.valid), ("cmd_ready", port.cmd.ready),
                               ("cmd_we", port.cmd.we), ("cmd_addr", port.cmd.addr),
                               ("wdata_valid", port.wdata.valid),
@@ -158,22 +161,45 @@ def _build(module_name: str, clk_hz: float, data_width: int):
     top = Top()
     settings = SdramGeometry(module_name, geom.bankbits and 2 ** geom.bankbits,
                              2 ** geom.rowbits, 2 ** geom.colbits, 16, top.phy.settings.cl,
-                             data_width, len(top.ports["cmd_addr"]))
+                             16, len(top.ports["cmd_addr"]))
     return top, settings
 
 
 @lru_cache(maxsize=8)
-def sdram_geometry(clk_hz: float, data_width: int,
-                   module: str = DEFAULT_MODULE) -> SdramGeometry:
-    return _build(module, clk_hz, data_width)[1]
+def sdram_geometry(clk_hz: float, module: str = DEFAULT_MODULE) -> SdramGeometry:
+    return _build(module, clk_hz)[1]
 
 
 @lru_cache(maxsize=8)
-def sdram_verilog(clk_hz: float, data_width: int, module: str = DEFAULT_MODULE) -> str:
-    """The Verilog of the Migen top (module ``TOP``) for a ``clk_hz`` system clock."""
+def sdram_verilog(clk_hz: float, module: str = DEFAULT_MODULE) -> str:
+    """The Verilog of the Migen top (module ``TOP``) for a ``clk_hz`` system clock.
+
+    Migen names signals in an order that depends on object addresses, so two processes emit
+    different (equivalent) texts; the first text is kept in ``build/sdram/``, keyed by this
+    file, the LiteX packages' versions and the arguments, so that the Verilator build of a
+    design that includes it (keyed by its text) is reused."""
+    from importlib.metadata import version
+
+    from ..toolchain import build_dir
+
+    _require()
+    key = hashlib.sha256(repr((Path(__file__).read_text(), module, clk_hz,
+                               [version(p) for p in ("litedram", "litex", "migen")]))
+                         .encode()).hexdigest()[:16]
+    path = build_dir("sdram") / f"{TOP}-{key}.v"
+    if path.exists():
+        return path.read_text()
+    text = _convert(clk_hz, module)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)             # atomic: a concurrent builder writes an equivalent text
+    return text
+
+
+def _convert(clk_hz: float, module: str) -> str:
     from migen.fhdl.verilog import convert
 
-    top, _ = _build(module, clk_hz, data_width)
+    top, _ = _build(module, clk_hz)
     ios = set(top.ports.values()) | {top.cd_sys.clk, top.cd_sys.rst}
     for name, sig in top.ports.items():
         sig.name_override = name

@@ -48,7 +48,7 @@ def _sdram_board(cfg: VTAConfig, mem_bytes: int, divisor: int):
     from .soc import BoardSoC
 
     clock_hz = round(1e9 / CLOCK_NS)
-    geo = sdram_geometry(clock_hz, cfg.bus_width)
+    geo = sdram_geometry(clock_hz)
     row_bytes = geo.nbanks * geo.ncols * geo.chip_bits // 8
     rows = 1 << max(0, (-(-mem_bytes // row_bytes) - 1).bit_length())
 
@@ -89,7 +89,7 @@ def board_verilog(cfg: VTAConfig, mem_bytes: int, divisor: int = SIM_DIVISOR,
         from .sdram_gen import sdram_verilog
         top = _sdram_board(cfg, mem_bytes, divisor)
         text = verilog.convert(top, name=TOPLEVEL, emit_src=False)
-        return text + "\n" + sdram_verilog(round(1e9 / CLOCK_NS), cfg.bus_width)
+        return text + "\n" + sdram_verilog(round(1e9 / CLOCK_NS))
     soc = BoardSoC(cfg, mem_bytes=mem_bytes, divisor=divisor, idle_timeout=200 * divisor,
                    clock_hz=round(1e9 / CLOCK_NS))
     return verilog.convert(soc, name=TOPLEVEL, emit_src=False)

@@ -88,7 +88,7 @@ class BoardSoC(wiring.Component):
             ports["sdram"] = Out(SdramPinsSignature())
             # high once the SDRAM is initialised (100 µs after reset): the host link answers
             # memory accesses only then, and its 16-byte receive FIFO cannot hold a host
-            # that writes before (a board is ready long before anyone types a command)
+            # that writes before, so the host waits for INFO_STATUS's STATUS_MEM_READY
             ports["mem_ready"] = Out(1)
         super().__init__(ports)
 
@@ -111,8 +111,10 @@ class BoardSoC(wiring.Component):
                                  f"{mem.geometry.chip_bytes} bytes")
             wiring.connect(m, mem.pins, wiring.flipped(self.sdram))
             m.d.comb += self.mem_ready.eq(mem.ready)
+            mem_ready = mem.ready
         else:
             m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes)
+            mem_ready = 1
         m.submodules.bridge = bridge = UartBridge(self._divisor, self._timeout)
         m.submodules.to_csr = to_csr = WordBusToAxiLite()
         wiring.connect(m, core.mem, mem.port)
@@ -126,7 +128,7 @@ class BoardSoC(wiring.Component):
             m.d.comb += getattr(csr, name).eq(getattr(core, name))
 
         # Address decoding: registers at CSR_BASE, the description at INFO_BASE (one page
-        # each), DRAM below mem_bytes.
+        # each; answered at once, even before the SDRAM is ready), DRAM below mem_bytes.
         host = bridge.bus
         page_bits = (H.PAGE_BYTES // H.WORD_BYTES).bit_length() - 1
         is_csr = host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES
@@ -147,7 +149,8 @@ class BoardSoC(wiring.Component):
                                          (H.INFO_DRAM_BYTES, self._mem_bytes),
                                          (H.INFO_CLOCK_HZ, self._clock_hz),
                                          (H.INFO_CONFIG,
-                                          H.config_word(cfg.key, cfg.bus_width))):
+                                          H.config_word(cfg.key, cfg.bus_width)),
+                                         (H.INFO_STATUS, mem_ready * H.STATUS_MEM_READY)):
                         with m.Case(index):
                             m.d.comb += host.rdata.eq(value)
         return m

@@ -45,6 +45,7 @@ def test_conformance_images_through_the_serial_host_link():
         assert int(r["gemm_uops"]) == reference.counters["gemm_counter"], name
         assert int(r["alu_uops"]) == reference.counters["alu_counter"], name
         assert int(r["cycles"]) > 0 and int(r["store_busy"]) > 0, name
+        assert int(r["ready_polls"]) == 1, name     # on-chip DRAM: ready from reset
     error = results[-1]
     assert (int(error["code"]), int(error["index"])) == (ErrorCode.DRAM_RANGE,
                                                          bad.expected_index)

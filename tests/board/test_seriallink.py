@@ -19,7 +19,8 @@ class ModelPort:
         self.mem = np.zeros(dram_bytes, np.uint8)
         self.regs = {R.ID: R.CSR_ID}
         cfg = config or load_config("small")
-        self.info = [magic, dram_bytes, 50_000_000, H.config_word(cfg.key, cfg.bus_width)]
+        self.info = [magic, dram_bytes, 50_000_000, H.config_word(cfg.key, cfg.bus_width),
+                     H.STATUS_MEM_READY]
         self.silent = silent
         self.inbuf, self.outbuf = bytearray(), bytearray()
         self.commands = []
@@ -92,6 +93,16 @@ def test_registers_at_the_csr_base():
     assert port.regs[R.INSN_COUNT] == 0x1234_5678
     assert link.read_reg(R.ID) == R.CSR_ID
     assert port.commands[-1] == (H.CMD_READ, 1, (H.CSR_BASE + R.ID) // 4)
+
+
+def test_the_sdram_ready_bit_is_read_from_the_board_description():
+    port = ModelPort()
+    link = SerialLink(port, timeout=0.1)
+    port.info[H.INFO_STATUS] = 0                     # just out of reset
+    assert not link.mem_ready()
+    assert port.commands[-1] == (H.CMD_READ, 1, H.INFO_BASE // 4 + H.INFO_STATUS)
+    port.info[H.INFO_STATUS] = H.STATUS_MEM_READY
+    assert link.mem_ready()
 
 
 def test_a_silent_device_is_named_with_its_port():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from driver import Device, DeviceError, DeviceTimeout
+from driver.backends.base import BackendUnavailable
 from driver.backends.board import BoardBackend, describe_progress
 from driver.backends.simlink import SimulatedLink
 from isa import registers as R
@@ -47,6 +48,32 @@ def test_launch_protocol():
     assert link.log == launch + launch
     assert link.reg_reads >= 4  # ID, CTRL before the launch, polled CTRL, ERROR_CODE
     assert result.cycles is None and set(result.counters) == set(R.COUNTERS)
+
+
+def test_the_backend_waits_for_the_boards_sdram():
+    """A board just out of reset: the backend looks at the ready bit until it is set before
+    it touches DRAM (the software board refuses an early access), then runs as usual."""
+    image = load_image(VECTORS[0])
+    expected = np.load(str(VECTORS[0]).replace(".in.npz", ".expect.npz"))["dram"]
+    link = SimulatedLink(dram_bytes=image.dram.size, steps_per_poll=4096, init_polls=5)
+    with pytest.raises(RuntimeError, match="before mem_ready"):
+        link.write_mem(0, b"\0")
+    backend = BoardBackend(link)
+    assert np.array_equal(backend.run(image, timeout=30).dram, expected)
+    assert backend.ready_polls == 5 and link.ready_looks == 5
+    backend.run(image, timeout=30)                 # ready now: one look
+    assert backend.ready_polls == 1
+
+
+def test_a_board_whose_sdram_never_gets_ready_is_a_clear_error():
+    image = load_image(VECTORS[0])
+    link = SimulatedLink(dram_bytes=image.dram.size, init_polls=None)
+    backend = BoardBackend(link, ready_timeout=0.05)
+    with pytest.raises(BackendUnavailable, match=r"the board's SDRAM did not finish its init "
+                                                 r"within 50 ms: .*LED 3"):
+        backend.run(image)
+    assert backend.ready_polls >= 2
+    assert link.reg_writes == 0                    # nothing was launched
 
 
 def test_image_larger_than_the_board():
