@@ -156,7 +156,8 @@ def _included(result: SweepResult) -> list:
             continue
         idx = rows.index(row)
         if idx in result.frontier:
-            out.append(f"- `{name}` ({row['resources_from']}) is on the frontier.")
+            out.append(f"- `{name}` ({row['resources_from']}) is on the frontier."
+                       + _clock_note(result, row))
             continue
         vec = [s * (row[k] or 0) for k, s in keys]
         better = [rows[i] for i in result.frontier
@@ -165,8 +166,27 @@ def _included(result: SweepResult) -> list:
         why = ("; ".join(f"{b['name']} ({b['resources_from']}) {_versus(b, row)}"
                          for b in better) if better else
                "fits no target device" if not fits else "dominated")
-        out.append(f"- `{name}` ({row['resources_from']}) is not on the frontier: {why}.")
+        out.append(f"- `{name}` ({row['resources_from']}) is not on the frontier: {why}."
+                   + _clock_note(result, row))
     return (["", "Included configurations:", ""] + out) if out else []
+
+
+def _clock_note(result: SweepResult, row: dict) -> str:
+    """When ``row``'s TARGET_MHZ caps its clock below its Fmax: what it would give at its Fmax,
+    and which device's pick it would then beat (a shipped configuration's target is a choice
+    of its own, not a property of the hardware)."""
+    fmax, clock, tput = row["fmax_mhz"], row["clock_mhz"], row["throughput_gmacs"]
+    if not fmax or not tput or clock >= fmax:
+        return ""
+    at = tput * fmax / clock
+    note = (f" It runs at its TARGET_MHZ of {clock:g} MHz, below its Fmax of {fmax:g} MHz "
+            f"({row['fmax_from']}): at its Fmax it would give {at:.4g} GMAC/s")
+    picks = best_points(result)["device"]
+    beaten = [f"{d} ({b['name']}, {_fmt(b['throughput_gmacs'])})" for d, b in picks.items()
+              if b is not None and b is not row and row[f"fits_{d}"]
+              and at > b["throughput_gmacs"]]
+    return note + (", more than the pick of the " + " and the ".join(beaten) if beaten
+                   else "") + "."
 
 
 def _versus(better: dict, row: dict) -> str:

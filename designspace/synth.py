@@ -3,7 +3,7 @@
 The core (``hw.verilog.core_verilog``, no AXI shell: the sweep compares accelerators, not board
 glue) is synthesised by YoWASP's Yosys; ``stat -json`` gives every cell type. For the points
 that matter, nextpnr-ecp5 places and routes the netlist out of context (no I/O buffers) on a
-device and reports the achieved clock. Both tools run under ``nice`` with a time limit.
+device and reports the achieved clock. Both tools run at niceness 10 at least, with a time limit.
 
 The tools are the bitstream flow's (``bitstreams.tools``: YoWASP's builds, or $YOSYS /
 $NEXTPNR_ECP5), and resources are counted its way (``bitstreams.estimate.synthesis_estimate``),
@@ -14,6 +14,7 @@ the sweep synthesises the bare core and places it out of context, without a boar
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -69,8 +70,21 @@ def tool_versions() -> dict:
     return flow_versions()
 
 
+#: The niceness the tools run at, at least (a sweep started under ``nice`` keeps its own).
+TOOL_NICENESS = 10
+
+
+def _nice_prefix() -> list:
+    """``nice -n K`` bringing the tools to :data:`TOOL_NICENESS`, or nothing if this process
+    is that nice already: ``nice`` adds, and a sweep started with ``nice make sweep`` would
+    otherwise run Yosys and nextpnr at 19, starved by every other niced job."""
+    nice = shutil.which("nice")
+    step = TOOL_NICENESS - os.nice(0)
+    return [nice, "-n", str(step)] if nice and step > 0 else []
+
+
 def _run(cmd: list, cwd: Path, timeout: float, what: str, log: Path) -> None:
-    nice = [shutil.which("nice"), "-n", "10"] if shutil.which("nice") else []
+    nice = _nice_prefix()
     try:
         with open(log, "w") as fh:
             proc = subprocess.run(nice + cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,

@@ -79,3 +79,18 @@ def test_hw_neutral_keys_do_not_change_the_verilog():
     assert set(HW_NEUTRAL_KEYS) == {"MEM_LATENCY", "TARGET_MHZ"}
     other = tiny.replace(mem_latency=tiny.mem_latency + 7, target_mhz=tiny.target_mhz // 2)
     assert core_verilog(other) == core_verilog(tiny)
+
+
+def test_tools_run_at_niceness_10_not_stacked_on_a_niced_sweep():
+    import subprocess
+    import sys
+    from designspace.synth import TOOL_NICENESS, _nice_prefix
+    here = os.nice(0)
+    prefix = _nice_prefix()
+    assert (prefix[1:] == ["-n", str(TOOL_NICENESS - here)]) if here < TOOL_NICENESS \
+        else prefix == []
+    # A sweep started under `nice` (niceness 10 already): the tools are not pushed to 19.
+    code = "from designspace.synth import _nice_prefix; print(_nice_prefix())"
+    out = subprocess.run(["nice", "-n", str(max(0, TOOL_NICENESS - here)), sys.executable,
+                          "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
