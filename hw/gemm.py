@@ -20,14 +20,16 @@ class GemmCore(wiring.Component):
 
     ``start`` in cycle *c* (instruction on ``insn``, loops non-empty, ``uop_end ≤ uop depth``)
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
-    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (5); ``busy`` is high from *c* + 1 up to
+    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (6); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 5 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
-    S2 range check, INP/WGT reads; S3 products registered; S4 adder trees registered, ACC read;
-    S5 accumulate and write. The ACC value read in S4 misses only the write of the micro-op one
-    ahead (same cycle); that result is forwarded, so back-to-back accumulation into one entry is
-    exact at full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past
-    its buffer raises ``err`` (in S2) and stops issue.
+    for N + 6 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
+    S2 range check, INP/WGT reads; S3 products registered, ACC read; S4 adder trees
+    registered, ACC operand registered (SRAM data or forwarded); S5 accumulate into a result
+    register; S6 write. Neither the block-RAM read nor the ACC write shares the 32-bit add's
+    cycle (the FPGA's critical path before). The ACC read misses the writes of the three
+    micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`, so back-to-back
+    accumulation into one entry is exact at full rate. ``reset`` writes zeros (INP/WGT indices
+    are not checked). An index past its buffer raises ``err`` (in S2) and stops issue.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -82,9 +84,22 @@ class GemmCore(wiring.Component):
         v3 = Signal()
         a3 = Signal(cfg.log_acc_depth)
         m.d.sync += [v3.eq(v2 & ~bad), a3.eq(a2)]
-        # S3: products
-        iw, ww, aw = cfg.inp_width, cfg.wgt_width, cfg.acc_width
+        v4, a4, sums = self._products(m, v3, a3)
+        v6, a6, r6, v5 = self._accumulate(m, v4, a4, sums, reset)
+        m.d.comb += [
+            self.acc_waddr.eq(a6), self.acc_wdata.eq(r6), self.acc_wen.eq(v6),
+            self.uop_done.eq(v6 & ~reset),
+        ]
+        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5 | v6)
+        return m
+
+    def _products(self, m, v3, a3):
+        """S3 products registered, ACC read of a3 → S4 adder trees registered; returns S4's
+        valid and ACC index and the S5 sums (one per BATCH × BLOCK_OUT lane)."""
+        cfg = self._cfg
+        iw, ww = cfg.inp_width, cfg.wgt_width
         bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
+        m.d.comb += self.acc_raddr.eq(a3)
         prods = {}
         for b in range(nb):
             for o in range(bo):
@@ -97,8 +112,6 @@ class GemmCore(wiring.Component):
         v4 = Signal()
         a4 = Signal(cfg.log_acc_depth)
         m.d.sync += [v4.eq(v3), a4.eq(a3)]
-        # S4: adder trees, ACC read
-        m.d.comb += self.acc_raddr.eq(a4)
         sums = []
         for b in range(nb):
             for o in range(bo):
@@ -109,24 +122,31 @@ class GemmCore(wiring.Component):
                 s = Signal(signed(iw + ww + cfg.log_block_in), name=f"sum_{b}_{o}")
                 m.d.sync += s.eq(terms[0])
                 sums.append(s)
-        v5 = Signal()
-        a5 = Signal(cfg.log_acc_depth)
-        m.d.sync += [v5.eq(v4), a5.eq(a4)]
-        # S5: accumulate (with forwarding of the previous cycle's write) and write
-        fwd_valid = Signal()
-        fwd_addr = Signal(cfg.log_acc_depth)
-        fwd_data = Signal(cfg.acc_elem_bits)
-        acc_in = Signal(cfg.acc_elem_bits)
-        m.d.comb += acc_in.eq(Mux(fwd_valid & (fwd_addr == a5), fwd_data, self.acc_rdata))
-        result = Signal(cfg.acc_elem_bits)
-        m.d.comb += result.eq(Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw]
-                                    for i in range(nb * bo)]))
-        wdata = Signal(cfg.acc_elem_bits)
-        m.d.comb += [
-            wdata.eq(Mux(reset, 0, result)),
-            self.acc_waddr.eq(a5), self.acc_wdata.eq(wdata), self.acc_wen.eq(v5),
-            self.uop_done.eq(v5 & ~reset),
+        return v4, a4, sums
+
+    def _accumulate(self, m, v4, a4, sums, reset):
+        """S4 ACC operand registered → S5 accumulate into a result register → S6 write;
+        returns S6's valid, index and result, and S5's valid. The S3 read misses the writes
+        of the three micro-ops ahead (newest wins): S4 takes the S6 result (two ahead) over
+        the last write (three ahead) over the SRAM data; S5 takes the S6 result (one ahead)
+        when S4 flagged the index match, so the 32-bit add sits between registers behind a
+        2:1 multiplexer."""
+        cfg = self._cfg
+        aw = cfg.acc_width
+        v5, v6, last_valid = Signal(), Signal(), Signal()
+        a5, a6, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("a5", "a6", "last_addr"))
+        acc5, r6, last_data = (Signal(cfg.acc_elem_bits, name=n)
+                               for n in ("acc5", "r6", "last_data"))
+        hit = Signal()
+        m.d.sync += [
+            v5.eq(v4), a5.eq(a4), hit.eq(v5 & (a5 == a4)),
+            acc5.eq(Mux(v6 & (a6 == a4), r6,
+                        Mux(last_valid & (last_addr == a4), last_data, self.acc_rdata))),
         ]
-        m.d.sync += [fwd_valid.eq(v5), fwd_addr.eq(a5), fwd_data.eq(wdata)]
-        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5)
-        return m
+        acc_in = Signal(cfg.acc_elem_bits)
+        m.d.comb += acc_in.eq(Mux(hit, r6, acc5))
+        result = Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw] for i in range(len(sums))])
+        m.d.sync += [v6.eq(v5), a6.eq(a5), r6.eq(Mux(reset, 0, result))]
+        # S6 writes r6; the last write is kept for the S4 of three micro-ops behind.
+        m.d.sync += [last_valid.eq(v6), last_addr.eq(a6), last_data.eq(r6)]
+        return v6, a6, r6, v5

@@ -1,0 +1,154 @@
+"""Fmax of one block of the core in isolation: ``python -m bitstreams.probe --block compute``.
+
+The whole design's worst path hides every other one, so a block is measured alone: its ports
+are registered on both sides (a flip-flop between every top-level pin and the block, so only
+paths inside the block and one register away are timed), Yosys ``synth_ecp5`` maps it and
+nextpnr-ecp5 places and routes it out of context on the LFE5U-85F (speed grade 6, nextpnr's
+default). Prints Fmax and the critical path as nextpnr reports it. Tools run at niceness 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Elaboratable, Module, Signal, Value
+from amaranth.lib import wiring
+
+from isa.config import load_config
+
+from .tools import tool_env, tool_path
+
+__all__ = ["BLOCKS", "RegisteredIO", "probe", "main"]
+
+
+def _compute(cfg):
+    from hw.compute import ComputeModule
+    return ComputeModule(cfg)
+
+
+def _gemm(cfg):
+    from hw.gemm import GemmCore
+    return GemmCore(cfg)
+
+
+def _alu(cfg):
+    from hw.alu import TensorAlu
+    return TensorAlu(cfg)
+
+
+def _uop_loop(cfg):
+    from hw.uop_loop import UopLoop
+    return UopLoop(cfg)
+
+
+#: The blocks a probe can measure: name → constructor from a configuration.
+BLOCKS = {"compute": _compute, "gemm": _gemm, "alu": _alu, "uop_loop": _uop_loop}
+
+
+class RegisteredIO(Elaboratable):
+    """``block`` with a register on every port bit: pins → flip-flop → block → flip-flop →
+    pins. ``ports`` lists the top-level pins for the Verilog backend."""
+
+    def __init__(self, block: wiring.Component):
+        self.block = block
+        self.ports = []
+        self._pairs = []            # (pin, block member, flows into the block)
+        for path, member, value in block.signature.flatten(block):
+            name = "_".join(str(p) for p in path)
+            value = Value.cast(value)        # a struct member as its bits
+            pin = Signal(len(value), name=f"pin_{name}")
+            self.ports.append(pin)
+            self._pairs.append((pin, value, member.flow == wiring.In))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.block = self.block
+        for pin, value, inward in self._pairs:
+            reg = Signal(len(value), name=f"r_{pin.name}")
+            if inward:
+                m.d.sync += reg.eq(pin)
+                m.d.comb += value.eq(reg)
+            else:
+                m.d.sync += reg.eq(value)
+                m.d.comb += pin.eq(reg)
+        return m
+
+
+def _run(cmd: list, cwd: Path, timeout: float, log: str) -> None:
+    with open(cwd / log, "w") as fh:
+        proc = subprocess.run(["nice", "-n", "10", *cmd], cwd=cwd, stdout=fh,
+                              stderr=subprocess.STDOUT, env=tool_env(), timeout=timeout)
+    if proc.returncode != 0:
+        raise SystemExit(f"probe: {cmd[0]} failed with status {proc.returncode} "
+                         f"(log: {cwd / log})")
+
+
+def critical_path(log_text: str) -> list:
+    """The lines of nextpnr's first critical-path report (the clock of the probe)."""
+    lines = log_text.splitlines()
+    for i, line in enumerate(lines):
+        if "Critical path report for clock" in line:
+            out = []
+            for nxt in lines[i + 1:]:
+                if not nxt.startswith("Info:") or "Critical path report" in nxt \
+                        or "Max frequency" in nxt:
+                    break
+                out.append(nxt[5:].rstrip())
+            return out
+    return []
+
+
+def probe(block: str, config: str, work: Path, *, seed: int = 1, target_mhz: float = 100,
+          timeout: float = 3000) -> dict:
+    """Synthesise, place and route ``block`` of ``config`` in ``work``:
+    ``{"fmax_mhz": f, "path": [lines], "log": path}``."""
+    cfg = load_config(config)
+    top = RegisteredIO(BLOCKS[block](cfg))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "probe.v").write_text(verilog.convert(top, name="probe", ports=top.ports,
+                                                  emit_src=False))
+    (work / "probe.ys").write_text("read_verilog -sv probe.v\n"
+                                   "synth_ecp5 -top probe -json probe.json\n")
+    _run([tool_path("YOSYS"), "-q", "probe.ys"], work, timeout, "yosys.log")
+    _run([tool_path("NEXTPNR_ECP5"), "--85k", "--speed", "6", "--out-of-context",
+          "--timing-allow-fail", "--threads", "1", "--json", "probe.json",
+          "--freq", str(target_mhz), "--seed", str(seed)], work, timeout, "nextpnr.log")
+    text = (work / "nextpnr.log").read_text(errors="replace")
+    found = re.findall(r"Max frequency for clock\s+'[^']*':\s*([\d.]+) MHz", text)
+    if not found:
+        raise SystemExit(f"probe: nextpnr reported no Fmax (log: {work / 'nextpnr.log'})")
+    return {"fmax_mhz": float(found[-1]), "path": critical_path(text),
+            "log": str(work / "nextpnr.log")}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bitstreams.probe", description=__doc__.split(
+        "\n\n")[0])
+    p.add_argument("--block", choices=sorted(BLOCKS), default="compute")
+    p.add_argument("--config", default="ecp5-small")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=3000, help="seconds per tool")
+    p.add_argument("--work", type=Path, default=None,
+                   help="keep the netlist and logs here (default: a temporary folder)")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="vta-probe-") as tmp:
+        work = args.work or Path(tmp)
+        try:
+            r = probe(args.block, args.config, work, seed=args.seed, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"probe: a tool ran past {args.timeout:.0f} s", file=sys.stderr)
+            return 3
+    print(f"{args.block} of {args.config}, LFE5U-85F speed 6, seed {args.seed}: "
+          f"Fmax {r['fmax_mhz']:.2f} MHz")
+    print("\n".join(r["path"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
