@@ -11,7 +11,7 @@ from isa.config import VTAConfig
 from isa.encoding import AluOp
 
 from .fields import alu_insn, uop
-from .uop_loop import OFFSET_BITS, UopLoop
+from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["AluLane", "TensorAlu", "ALU_LATENCY"]
 
@@ -92,7 +92,8 @@ class TensorAlu(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        m.submodules.loop = loop = UopLoop(cfg)
+        self._widths = offset_widths(cfg, {"dst": cfg.log_acc_depth, "src": cfg.log_acc_depth})
+        m.submodules.loop = loop = UopLoop(cfg, self._widths)
         insn = self.insn
         m.d.comb += [loop.start.eq(self.start), loop.stop.eq(self.err)]
         for f in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
@@ -115,18 +116,22 @@ class TensorAlu(wiring.Component):
         valid, dst and src (the reads' data arrive in S3)."""
         cfg = self._cfg
         m.d.comb += self.uop_raddr.eq(loop.uop_idx)
+        wd, ws = self._widths["dst"], self._widths["src"]
         v1 = self._v1 = Signal()
-        d1, s1 = Signal(OFFSET_BITS), Signal(OFFSET_BITS)
-        m.d.sync += [v1.eq(loop.valid & ~self.err), d1.eq(loop.dst_off), s1.eq(loop.src_off)]
+        d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
+        m.d.sync += [v1.eq(loop.valid & ~self.err), d1.eq(loop.dst_off), s1.eq(loop.src_off),
+                     dover1.eq(loop.dst_over), sover1.eq(loop.src_over)]
         u = Signal(uop(cfg))
         m.d.comb += u.eq(self.uop_rdata)
         v2 = self._v2 = Signal()
-        d2, s2 = Signal(OFFSET_BITS + 1), Signal(OFFSET_BITS + 1)
-        m.d.sync += [v2.eq(v1 & ~self.err), d2.eq(u.dst + d1), s2.eq(u.src + s1)]
+        d2, s2, dover2, sover2 = Signal(wd + 1), Signal(ws + 1), Signal(), Signal()
+        m.d.sync += [v2.eq(v1 & ~self.err), d2.eq(u.dst + d1), s2.eq(u.src + s1),
+                     dover2.eq(dover1), sover2.eq(sover1)]
         bad = Signal()
         m.d.comb += [
-            # index ≥ depth (a power of two): any bit above the address, no carry chain
-            bad.eq(d2[cfg.log_acc_depth:].any() | (~use_imm & s2[cfg.log_acc_depth:].any())),
+            # index ≥ depth (a power of two): the offset's flag or any bit above the address
+            bad.eq(dover2 | d2[cfg.log_acc_depth:].any()
+                   | (~use_imm & (sover2 | s2[cfg.log_acc_depth:].any()))),
             self.err.eq(v2 & bad),
             self.acc_raddr.eq(d2), self.src_raddr.eq(s2),
         ]

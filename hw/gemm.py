@@ -10,7 +10,7 @@ from isa.arch import GEMM_LATENCY  # cycles from a micro-op's issue to its ACC w
 from isa.config import VTAConfig
 
 from .fields import gemm_insn, uop
-from .uop_loop import OFFSET_BITS, UopLoop
+from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["GemmCore", "GEMM_LATENCY"]
 
@@ -48,7 +48,9 @@ class GemmCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        m.submodules.loop = loop = UopLoop(cfg)
+        widths = offset_widths(cfg, {"dst": cfg.log_acc_depth, "src": cfg.log_inp_depth,
+                                     "wgt": cfg.log_wgt_depth})
+        m.submodules.loop = loop = UopLoop(cfg, widths)
         insn = self.insn
         m.d.comb += [loop.start.eq(self.start), loop.stop.eq(self.err)]
         for f in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
@@ -58,32 +60,7 @@ class GemmCore(wiring.Component):
         with m.If(self.start):
             m.d.sync += reset.eq(insn.reset)
 
-        # S0 -> S1
-        m.d.comb += self.uop_raddr.eq(loop.uop_idx)
-        v1 = Signal()
-        off1 = {n: Signal(OFFSET_BITS, name=f"{n}_off1") for n in ("dst", "src", "wgt")}
-        m.d.sync += [v1.eq(loop.valid & ~self.err)]
-        for n in off1:
-            m.d.sync += off1[n].eq(getattr(loop, f"{n}_off"))
-        # S1: indices
-        u = Signal(uop(cfg))
-        m.d.comb += u.eq(self.uop_rdata)
-        v2 = Signal()
-        a2, s2, w2 = (Signal(OFFSET_BITS + 1, name=n) for n in ("a2", "s2", "w2"))
-        m.d.sync += [v2.eq(v1 & ~self.err), a2.eq(u.dst + off1["dst"]),
-                     s2.eq(u.src + off1["src"]), w2.eq(u.wgt + off1["wgt"])]
-        # S2: range check, INP/WGT reads
-        bad = Signal()
-        m.d.comb += [
-            # index ≥ depth (a power of two): any bit above the address, no carry chain
-            bad.eq(a2[cfg.log_acc_depth:].any()
-                   | (~reset & (s2[cfg.log_inp_depth:].any() | w2[cfg.log_wgt_depth:].any()))),
-            self.err.eq(v2 & bad),
-            self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
-        ]
-        v3 = Signal()
-        a3 = Signal(cfg.log_acc_depth)
-        m.d.sync += [v3.eq(v2 & ~bad), a3.eq(a2)]
+        v1, v2, v3, a3 = self._front(m, loop, widths, reset)
         v4, a4, sums = self._products(m, v3, a3)
         v6, a6, r6, v5 = self._accumulate(m, v4, a4, sums, reset)
         m.d.comb += [
@@ -92,6 +69,45 @@ class GemmCore(wiring.Component):
         ]
         m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5 | v6)
         return m
+
+    def _front(self, m, loop, widths, reset):
+        """S0 micro-op read → S1 indices (field + offset, one bit wider than both; the offset
+        past its width is a flag) → S2 range check, INP/WGT reads; returns the valid bits of
+        S1 … S3 and S3's ACC index."""
+        cfg = self._cfg
+        m.d.comb += self.uop_raddr.eq(loop.uop_idx)
+        v1 = Signal()
+        m.d.sync += v1.eq(loop.valid & ~self.err)
+        names = ("dst", "src", "wgt")
+        off1 = {n: Signal(widths[n], name=f"{n}_off1") for n in names}
+        over1 = {n: Signal(name=f"{n}_over1") for n in names}
+        for n in names:
+            m.d.sync += [off1[n].eq(getattr(loop, f"{n}_off")),
+                         over1[n].eq(getattr(loop, f"{n}_over"))]
+        # S1: indices (field + offset, one bit wider than both)
+        u = Signal(uop(cfg))
+        m.d.comb += u.eq(self.uop_rdata)
+        v2 = Signal()
+        idx2 = {n: Signal(widths[n] + 1, name=f"{n}2") for n in names}
+        over2 = {n: Signal(name=f"{n}_over2") for n in names}
+        m.d.sync += v2.eq(v1 & ~self.err)
+        for n in names:
+            m.d.sync += [idx2[n].eq(getattr(u, n) + off1[n]), over2[n].eq(over1[n])]
+        a2, s2, w2 = idx2["dst"], idx2["src"], idx2["wgt"]
+        # S2: range check, INP/WGT reads
+        bad = Signal()
+        m.d.comb += [
+            # index ≥ depth (a power of two): the offset's flag or any bit above the address
+            bad.eq(over2["dst"] | a2[cfg.log_acc_depth:].any()
+                   | (~reset & (over2["src"] | s2[cfg.log_inp_depth:].any()
+                                | over2["wgt"] | w2[cfg.log_wgt_depth:].any()))),
+            self.err.eq(v2 & bad),
+            self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
+        ]
+        v3 = Signal()
+        a3 = Signal(cfg.log_acc_depth)
+        m.d.sync += [v3.eq(v2 & ~bad), a3.eq(a2)]
+        return v1, v2, v3, a3
 
     def _products(self, m, v3, a3):
         """S3 products registered, ACC read of a3 → S4 adder trees registered; returns S4's

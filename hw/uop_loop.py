@@ -8,10 +8,21 @@ from amaranth.lib.wiring import In, Out
 
 from isa.config import VTAConfig
 
-__all__ = ["UopLoop", "OFFSET_BITS"]
+from .fields import uop
 
-#: Width of the loop offsets: iter (14 bits) × factor (≤ 16 bits), summed over two loops.
-OFFSET_BITS = 32
+__all__ = ["UopLoop", "NAMES", "offset_widths"]
+
+#: The loop offsets: the three index fields of a micro-op.
+NAMES = ("dst", "src", "wgt")
+#: Width of a loop factor (instruction field).
+FACTOR_BITS = 16
+
+
+def offset_widths(cfg: VTAConfig, log_depths: dict) -> dict:
+    """The offset width per index for buffers of 2^log_depths[n] entries: wide enough for the
+    micro-op's field too, so field + offset (one bit wider) decides "past the buffer"."""
+    fields = uop(cfg)
+    return {n: max(fields[n].shape.width, log_depths.get(n, 0)) for n in NAMES}
 
 
 class UopLoop(wiring.Component):
@@ -19,68 +30,90 @@ class UopLoop(wiring.Component):
 
     ``start`` in cycle *c* (fields valid in *c*; loops non-empty) → steps in cycles
     *c* + 1 … *c* + N, N = iter_out · iter_in · (uop_end − uop_bgn); each step presents ``valid``,
-    the micro-op index ``uop_idx`` and the accumulated loop offsets ``i_out·f_out + i_in·f_in``
-    for dst, src and wgt; ``last`` marks step N. ``stop`` (an error) ends the walk at once.
-    Throughput one step per cycle, no bubbles.
+    the micro-op index ``uop_idx`` and, for dst, src and wgt, the loop offset
+    ``i_out·f_out + i_in·f_in`` as ``<n>_off`` (its low ``widths[n]`` bits) and ``<n>_over``
+    (the offset is ≥ 2^widths[n]): an index past a buffer of 2^w entries needs no more, and the
+    offset adders stay ``w`` + 1 bits wide instead of 32. ``last`` marks step N. ``stop`` (an
+    error) ends the walk at once. Throughput one step per cycle, no bubbles. The loop-end
+    tests are registers computed a step ahead, so no compare sits before the updates' selects.
     """
 
-    def __init__(self, cfg: VTAConfig):
+    def __init__(self, cfg: VTAConfig, widths: dict):
         self._cfg = cfg
+        self._widths = dict(widths)
         ub = cfg.log_uop_depth + 1
         super().__init__({
             "start": In(1), "stop": In(1),
             "uop_bgn": In(ub), "uop_end": In(ub), "iter_out": In(14), "iter_in": In(14),
-            "dst_factor_out": In(16), "dst_factor_in": In(16),
-            "src_factor_out": In(16), "src_factor_in": In(16),
-            "wgt_factor_out": In(16), "wgt_factor_in": In(16),
+            **{f"{n}_factor_{k}": In(FACTOR_BITS) for n in NAMES for k in ("out", "in")},
             "valid": Out(1), "last": Out(1), "uop_idx": Out(ub),
-            "dst_off": Out(OFFSET_BITS), "src_off": Out(OFFSET_BITS), "wgt_off": Out(OFFSET_BITS),
+            **{f"{n}_off": Out(self._widths[n]) for n in NAMES},
+            **{f"{n}_over": Out(1) for n in NAMES},
         })
 
     def elaborate(self, platform):
         m = Module()
         ub = self._cfg.log_uop_depth + 1
-        names = ("dst", "src", "wgt")
-        f_out = {n: Signal(16, name=f"{n}_f_out") for n in names}
-        f_in = {n: Signal(16, name=f"{n}_f_in") for n in names}
-        base = {n: Signal(OFFSET_BITS, name=f"{n}_base") for n in names}  # i_out * f_out
-        bgn = Signal(ub)
-        end = Signal(ub)
-        n_out = Signal(14)
-        n_in = Signal(14)
-        u = Signal(ub)
-        i_in = Signal(14)
-        i_out = Signal(14)
+        bgn, end, u = Signal(ub), Signal(ub), Signal(ub)
+        n_out, n_in, i_in, i_out = Signal(14), Signal(14), Signal(14), Signal(14)
         active = Signal()
-        last_u = Signal()
-        last_in = Signal()
-        m.d.comb += [
-            self.valid.eq(active), self.uop_idx.eq(u),
-            last_u.eq(u == end - 1), last_in.eq(i_in == n_in - 1),
-            self.last.eq(active & last_u & last_in & (i_out == n_out - 1)),
-        ]
-        cur = {n: Signal(OFFSET_BITS, name=f"{n}_cur") for n in names}  # base + i_in * f_in
-        for n in names:
-            m.d.comb += getattr(self, f"{n}_off").eq(cur[n])
+        # registered loop-end tests: u is the last micro-op, i_in / i_out the last iteration;
+        # one_u / one_in: the inner loops have one step (the value after a wrap)
+        u_last, in_last, out_last, one_u, one_in = (
+            Signal(name=n) for n in ("u_last", "in_last", "out_last", "one_u", "one_in"))
+        m.d.comb += [self.valid.eq(active), self.uop_idx.eq(u),
+                     self.last.eq(active & u_last & in_last & out_last)]
+        offsets = [self._offset(m, n) for n in NAMES]
 
         with m.If(self.start):
-            m.d.sync += [active.eq(1), bgn.eq(self.uop_bgn), end.eq(self.uop_end), u.eq(self.uop_bgn),
-                         n_out.eq(self.iter_out), n_in.eq(self.iter_in), i_in.eq(0), i_out.eq(0)]
-            for n in names:
-                m.d.sync += [f_out[n].eq(getattr(self, f"{n}_factor_out")),
-                             f_in[n].eq(getattr(self, f"{n}_factor_in")),
-                             base[n].eq(0), cur[n].eq(0)]
+            single_u = self.uop_bgn + 1 == self.uop_end
+            m.d.sync += [active.eq(1), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
+                         u.eq(self.uop_bgn), n_out.eq(self.iter_out), n_in.eq(self.iter_in),
+                         i_in.eq(0), i_out.eq(0), u_last.eq(single_u), one_u.eq(single_u),
+                         in_last.eq(self.iter_in == 1), one_in.eq(self.iter_in == 1),
+                         out_last.eq(self.iter_out == 1)]
+            for start, _, _ in offsets:
+                m.d.sync += start
         with m.Elif(active):
             with m.If(self.stop | self.last):
                 m.d.sync += active.eq(0)
-            with m.Elif(~last_u):
-                m.d.sync += u.eq(u + 1)
-            with m.Elif(~last_in):
-                m.d.sync += [u.eq(bgn), i_in.eq(i_in + 1)]
-                for n in names:
-                    m.d.sync += cur[n].eq(cur[n] + f_in[n])
+            with m.Elif(~u_last):
+                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
+            with m.Elif(~in_last):
+                m.d.sync += [u.eq(bgn), u_last.eq(one_u),
+                             i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
+                for _, step_in, _ in offsets:
+                    m.d.sync += step_in
             with m.Else():
-                m.d.sync += [u.eq(bgn), i_in.eq(0), i_out.eq(i_out + 1)]
-                for n in names:
-                    m.d.sync += [base[n].eq(base[n] + f_out[n]), cur[n].eq(base[n] + f_out[n])]
+                m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
+                             i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
+                for _, _, step_out in offsets:
+                    m.d.sync += step_out
         return m
+
+    def _offset(self, m, n):
+        """The registers of one offset: ``base`` = i_out·f_out and ``cur`` = base + i_in·f_in,
+        each as its low w bits and a sticky flag "≥ 2^w" (the offsets only grow); returns the
+        statements of a start, an i_in step and an i_out step."""
+        w = self._widths[n]
+        f_out, f_in = Signal(w, name=f"{n}_f_out"), Signal(w, name=f"{n}_f_in")
+        big_out, big_in = Signal(name=f"{n}_big_out"), Signal(name=f"{n}_big_in")  # f ≥ 2^w
+        base, cur = Signal(w, name=f"{n}_base"), Signal(w, name=f"{n}_cur")
+        base_over, cur_over = Signal(name=f"{n}_base_over"), Signal(name=f"{n}_cur_over")
+        m.d.comb += [getattr(self, f"{n}_off").eq(cur), getattr(self, f"{n}_over").eq(cur_over)]
+        sum_in = Signal(w + 1, name=f"{n}_sum_in")
+        sum_out = Signal(w + 1, name=f"{n}_sum_out")
+        m.d.comb += [sum_in.eq(cur + f_in), sum_out.eq(base + f_out)]
+        over_in = cur_over | big_in | sum_in[w]
+        over_out = base_over | big_out | sum_out[w]
+
+        def high(v):
+            return v[w:].any() if w < FACTOR_BITS else 0
+
+        fo, fi = getattr(self, f"{n}_factor_out"), getattr(self, f"{n}_factor_in")
+        start = [f_out.eq(fo), f_in.eq(fi), big_out.eq(high(fo)), big_in.eq(high(fi)),
+                 base.eq(0), cur.eq(0), base_over.eq(0), cur_over.eq(0)]
+        step_in = [cur.eq(sum_in), cur_over.eq(over_in)]
+        step_out = [base.eq(sum_out), base_over.eq(over_out), cur.eq(sum_out),
+                    cur_over.eq(over_out)]
+        return start, step_in, step_out

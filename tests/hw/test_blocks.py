@@ -92,13 +92,20 @@ def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
     run(dut, bench)
 
 
-def test_uop_loop_walks_both_loops_one_step_per_cycle():
+@pytest.mark.parametrize("shape", [(3, 6, 2, 3), (0, 1, 3, 1), (2, 3, 1, 4), (5, 7, 1, 1)])
+@pytest.mark.parametrize("width", [4, 12])
+def test_uop_loop_walks_both_loops_one_step_per_cycle(shape, width):
+    """Every step in order, one per cycle; each offset's low bits and its "≥ 2^w" flag."""
     cfg = load_config("small")
-    dut = UopLoop(cfg)
-    bgn, end, n_out, n_in = 3, 6, 2, 3
+    dut = UopLoop(cfg, {n: width for n in ("dst", "src", "wgt")})
+    bgn, end, n_out, n_in = shape
     fac = dict(dst_factor_out=5, dst_factor_in=1, src_factor_out=7, src_factor_in=2,
-               wgt_factor_out=11, wgt_factor_in=3)
-    want = [(u, o * 5 + i * 1, o * 7 + i * 2, o * 11 + i * 3)
+               wgt_factor_out=17, wgt_factor_in=3)
+
+    def off(o, i, n):
+        v = o * fac[f"{n}_factor_out"] + i * fac[f"{n}_factor_in"]
+        return v % (1 << width), int(v >= 1 << width)
+    want = [(u, *(off(o, i, n) for n in ("dst", "src", "wgt")))
             for o in range(n_out) for i in range(n_in) for u in range(bgn, end)]
 
     async def bench(ctx):
@@ -107,13 +114,14 @@ def test_uop_loop_walks_both_loops_one_step_per_cycle():
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        got = []
+        got, lasts = [], []
         while ctx.get(dut.valid):
-            got.append((ctx.get(dut.uop_idx), ctx.get(dut.dst_off), ctx.get(dut.src_off),
-                        ctx.get(dut.wgt_off)))
-            last = ctx.get(dut.last)
+            got.append((ctx.get(dut.uop_idx),
+                        *((ctx.get(getattr(dut, f"{n}_off")), ctx.get(getattr(dut, f"{n}_over")))
+                          for n in ("dst", "src", "wgt"))))
+            lasts.append(ctx.get(dut.last))
             await ctx.tick()
-        assert last
+        assert lasts == [0] * (len(want) - 1) + [1]
         assert got == want
     run(dut, bench)
 

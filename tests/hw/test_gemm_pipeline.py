@@ -170,3 +170,58 @@ def test_random_loops_match_sequential_semantics(seed):
           tuple(int(rng.integers(0, 3)) for _ in range(6)))
     want = _reference(acc, inp, wgt, uops, 0, it)
     assert np.array_equal(_run(acc, inp, wgt, uops, 0, it), want)
+
+
+def _first_bad(uops, it):
+    (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi) = it
+    j = 0
+    for i in range(io):
+        for k in range(ii):
+            for d, s, w in uops:
+                if (d + i * dfo + k * dfi >= CFG.acc_depth or s + i * sfo + k * sfi >= CFG.inp_depth
+                        or w + i * wfo + k * wfi >= CFG.wgt_depth):
+                    return j
+                j += 1
+    raise AssertionError("no bad index")
+
+
+@pytest.mark.parametrize("it", [
+    ((3, 2), (0, 0, 0, 0, 40, 1)),              # wgt: 120 + 40 ≥ 128 after an i_out step
+    ((2, 3), (0, 0, 1, 15, 0, 0)),              # src: 100 + 2·15 ≥ 128 after i_in steps
+    ((2, 2), (0, 127, 0, 0, 0, 0)),             # dst: the widest factor, 1 + 127 ≥ 128
+    ((4, 1), (50, 0, 0, 0, 0, 0)),              # dst: 5 + 3·50 ≥ 128
+])
+def test_index_past_a_buffer_stops_at_its_micro_op(it):
+    """The range check on the narrowed offsets (low bits + a sticky "past 2^w" flag) raises
+    ``err`` in S2 of exactly the first micro-op whose index is past its buffer."""
+    uops = [(1, 2, 3), (5, 100, 120)]       # tiny: 128 entries in ACC, INP and WGT
+    bad = _first_bad(uops, it)
+    words = [uop(CFG).const({"dst": d, "src": s, "wgt": w}).as_value().value
+             for d, s, w in uops]
+    dut = _Bench(words, [0] * CFG.inp_depth, [0] * CFG.wgt_depth, [0] * CFG.acc_depth)
+    g = dut.gemm
+    (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi) = it
+    log = {}
+
+    async def bench(ctx):
+        for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=io, iter_in=ii, reset=0,
+                         dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
+                         src_factor_in=sfi, wgt_factor_out=wfo, wgt_factor_in=wfi).items():
+            ctx.set(getattr(g.insn, f), v)
+        ctx.set(g.start, 1)
+        await ctx.tick()
+        ctx.set(g.start, 0)
+        errs, writes = [], 0
+        for t in range(1, io * ii * len(uops) + GEMM_LATENCY + 4):
+            if ctx.get(g.err):
+                errs.append(t)
+            writes += ctx.get(g.acc_wen)
+            await ctx.tick()
+        log.update(errs=errs, writes=writes)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert log["errs"] == [1 + bad + 2]         # issued in 1 + j, checked in S2
+    assert log["writes"] == bad
