@@ -17,14 +17,15 @@ import tempfile
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import Elaboratable, Module, Signal, Value
+from amaranth.hdl import Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from isa.config import load_config
 
 from .tools import tool_env, tool_path
 
-__all__ = ["BLOCKS", "RegisteredIO", "probe", "main"]
+__all__ = ["BLOCKS", "GemmWithBuffers", "RegisteredIO", "probe", "main"]
 
 
 def _compute(cfg):
@@ -35,6 +36,53 @@ def _compute(cfg):
 def _gemm(cfg):
     from hw.gemm import GemmCore
     return GemmCore(cfg)
+
+
+class GemmWithBuffers(wiring.Component):
+    """The GEMM core with its four buffers (written from outside), as the compute module wires
+    them: the block-RAM reads and the ACC write are inside, so are their paths."""
+
+    def __init__(self, cfg):
+        from hw.fields import gemm_insn
+        self._cfg = cfg
+        bufs = self._buffers(cfg)
+        super().__init__({
+            "start": In(1), "insn": In(gemm_insn(cfg)), "busy": Out(1), "err": Out(1),
+            "uop_done": Out(1), "acc_wdata": Out(cfg.acc_elem_bits),
+            **{f"{b}_load_{k}": In(w) for b, (width, depth) in bufs.items()
+               for k, w in (("addr", depth), ("data", width), ("en", 1))}})
+
+    @staticmethod
+    def _buffers(cfg):
+        return {"uop": (32, cfg.log_uop_depth), "inp": (cfg.inp_elem_bits, cfg.log_inp_depth),
+                "wgt": (cfg.wgt_elem_bits, cfg.log_wgt_depth),
+                "acc": (cfg.acc_elem_bits, cfg.log_acc_depth)}
+
+    def elaborate(self, platform):
+        from amaranth.lib.memory import Memory
+        from hw.gemm import GemmCore
+        m = Module()
+        cfg = self._cfg
+        m.submodules.gemm = g = GemmCore(cfg)
+        m.d.comb += [g.start.eq(self.start), g.insn.eq(self.insn), self.busy.eq(g.busy),
+                     self.err.eq(g.err), self.uop_done.eq(g.uop_done),
+                     self.acc_wdata.eq(g.acc_wdata)]
+        for b, (width, log_depth) in self._buffers(cfg).items():
+            m.submodules[b] = mem = Memory(shape=width, depth=1 << log_depth, init=[])
+            w, r = mem.write_port(), mem.read_port()
+            m.d.comb += [r.addr.eq(getattr(g, f"{b}_raddr")),
+                         getattr(g, f"{b}_rdata").eq(r.data)]
+            waddr, wdata, wen = (getattr(self, f"{b}_load_{k}") for k in ("addr", "data", "en"))
+            if b == "acc":      # the core's write wins, as in hw.compute
+                waddr = Mux(g.acc_wen, g.acc_waddr, waddr)
+                wdata = Mux(g.acc_wen, g.acc_wdata, wdata)
+                wen = wen | g.acc_wen
+            m.d.comb += [w.addr.eq(waddr), w.data.eq(wdata), w.en.eq(wen)]
+        return m
+
+
+def _gemm_buffers(cfg):
+    return GemmWithBuffers(cfg)
 
 
 def _alu(cfg):
@@ -48,7 +96,8 @@ def _uop_loop(cfg):
 
 
 #: The blocks a probe can measure: name → constructor from a configuration.
-BLOCKS = {"compute": _compute, "gemm": _gemm, "alu": _alu, "uop_loop": _uop_loop}
+BLOCKS = {"compute": _compute, "gemm": _gemm, "gemm_buffers": _gemm_buffers, "alu": _alu,
+          "uop_loop": _uop_loop}
 
 
 class RegisteredIO(Elaboratable):

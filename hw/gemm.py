@@ -20,16 +20,17 @@ class GemmCore(wiring.Component):
 
     ``start`` in cycle *c* (instruction on ``insn``, loops non-empty, ``uop_end ≤ uop depth``)
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
-    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (6); ``busy`` is high from *c* + 1 up to
+    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 6 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
-    S2 range check, INP/WGT reads; S3 products registered, ACC read; S4 adder trees
-    registered, ACC operand registered (SRAM data or forwarded); S5 accumulate into a result
-    register; S6 write. Neither the block-RAM read nor the ACC write shares the 32-bit add's
-    cycle (the FPGA's critical path before). The ACC read misses the writes of the three
-    micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`, so back-to-back
-    accumulation into one entry is exact at full rate. ``reset`` writes zeros (INP/WGT indices
-    are not checked). An index past its buffer raises ``err`` (in S2) and stops issue.
+    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
+    S2 range check, INP/WGT reads; S3 INP/WGT data registered; S4 products registered, ACC
+    read; S5 adder trees registered, ACC operand registered (SRAM data or forwarded); S6
+    accumulate into a result register; S7 write. No block-RAM read shares a cycle with a
+    multiplier or the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
+    before). The ACC read misses the writes of the three micro-ops ahead; they are forwarded
+    as in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
+    full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past its
+    buffer raises ``err`` (in S2) and stops issue.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -61,13 +62,13 @@ class GemmCore(wiring.Component):
             m.d.sync += reset.eq(insn.reset)
 
         v1, v2, v3, a3 = self._front(m, loop, widths, reset)
-        v4, a4, sums = self._products(m, v3, a3)
-        v6, a6, r6, v5 = self._accumulate(m, v4, a4, sums, reset)
+        v4, v5, a5, sums = self._products(m, v3, a3)
+        v7, a7, r7, v6 = self._accumulate(m, v5, a5, sums, reset)
         m.d.comb += [
-            self.acc_waddr.eq(a6), self.acc_wdata.eq(r6), self.acc_wen.eq(v6),
-            self.uop_done.eq(v6 & ~reset),
+            self.acc_waddr.eq(a7), self.acc_wdata.eq(r7), self.acc_wen.eq(v7),
+            self.uop_done.eq(v7 & ~reset),
         ]
-        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5 | v6)
+        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5 | v6 | v7)
         return m
 
     def _front(self, m, loop, widths, reset):
@@ -110,24 +111,28 @@ class GemmCore(wiring.Component):
         return v1, v2, v3, a3
 
     def _products(self, m, v3, a3):
-        """S3 products registered, ACC read of a3 → S4 adder trees registered; returns S4's
-        valid and ACC index and the S5 sums (one per BATCH × BLOCK_OUT lane)."""
+        """S3 INP/WGT data registered → S4 products registered, ACC read → S5 adder trees
+        registered; returns S5's valid and ACC index and the sums (one per BATCH × BLOCK_OUT
+        lane). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the multiplier never
+        share a cycle."""
         cfg = self._cfg
         iw, ww = cfg.inp_width, cfg.wgt_width
         bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
-        m.d.comb += self.acc_raddr.eq(a3)
+        x4, w4 = Signal(cfg.inp_elem_bits), Signal(cfg.wgt_elem_bits)
+        v4, v5 = Signal(), Signal()
+        a4, a5 = Signal(cfg.log_acc_depth), Signal(cfg.log_acc_depth)
+        m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v4.eq(v3), a4.eq(a3),
+                     v5.eq(v4), a5.eq(a4)]
+        m.d.comb += self.acc_raddr.eq(a4)
         prods = {}
         for b in range(nb):
             for o in range(bo):
                 for k in range(bi):
-                    x = self.inp_rdata[(b * bi + k) * iw:(b * bi + k + 1) * iw].as_signed()
-                    w = self.wgt_rdata[(o * bi + k) * ww:(o * bi + k + 1) * ww].as_signed()
+                    x = x4[(b * bi + k) * iw:(b * bi + k + 1) * iw].as_signed()
+                    w = w4[(o * bi + k) * ww:(o * bi + k + 1) * ww].as_signed()
                     p = Signal(signed(iw + ww), name=f"p_{b}_{o}_{k}")
                     m.d.sync += p.eq(x * w)
                     prods[b, o, k] = p
-        v4 = Signal()
-        a4 = Signal(cfg.log_acc_depth)
-        m.d.sync += [v4.eq(v3), a4.eq(a3)]
         sums = []
         for b in range(nb):
             for o in range(bo):
@@ -138,31 +143,31 @@ class GemmCore(wiring.Component):
                 s = Signal(signed(iw + ww + cfg.log_block_in), name=f"sum_{b}_{o}")
                 m.d.sync += s.eq(terms[0])
                 sums.append(s)
-        return v4, a4, sums
+        return v4, v5, a5, sums
 
-    def _accumulate(self, m, v4, a4, sums, reset):
-        """S4 ACC operand registered → S5 accumulate into a result register → S6 write;
-        returns S6's valid, index and result, and S5's valid. The S3 read misses the writes
-        of the three micro-ops ahead (newest wins): S4 takes the S6 result (two ahead) over
-        the last write (three ahead) over the SRAM data; S5 takes the S6 result (one ahead)
-        when S4 flagged the index match, so the 32-bit add sits between registers behind a
+    def _accumulate(self, m, v5, a5, sums, reset):
+        """S5 ACC operand registered → S6 accumulate into a result register → S7 write;
+        returns S7's valid, index and result, and S6's valid. The S4 read misses the writes
+        of the three micro-ops ahead (newest wins): S5 takes the S7 result (two ahead) over
+        the last write (three ahead) over the SRAM data; S6 takes the S7 result (one ahead)
+        when S5 flagged the index match, so the 32-bit add sits between registers behind a
         2:1 multiplexer."""
         cfg = self._cfg
         aw = cfg.acc_width
-        v5, v6, last_valid = Signal(), Signal(), Signal()
-        a5, a6, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("a5", "a6", "last_addr"))
-        acc5, r6, last_data = (Signal(cfg.acc_elem_bits, name=n)
-                               for n in ("acc5", "r6", "last_data"))
+        v6, v7, last_valid = Signal(), Signal(), Signal()
+        a6, a7, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("a6", "a7", "last_addr"))
+        acc6, r7, last_data = (Signal(cfg.acc_elem_bits, name=n)
+                               for n in ("acc6", "r7", "last_data"))
         hit = Signal()
         m.d.sync += [
-            v5.eq(v4), a5.eq(a4), hit.eq(v5 & (a5 == a4)),
-            acc5.eq(Mux(v6 & (a6 == a4), r6,
-                        Mux(last_valid & (last_addr == a4), last_data, self.acc_rdata))),
+            v6.eq(v5), a6.eq(a5), hit.eq(v6 & (a6 == a5)),
+            acc6.eq(Mux(v7 & (a7 == a5), r7,
+                        Mux(last_valid & (last_addr == a5), last_data, self.acc_rdata))),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
-        m.d.comb += acc_in.eq(Mux(hit, r6, acc5))
+        m.d.comb += acc_in.eq(Mux(hit, r7, acc6))
         result = Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw] for i in range(len(sums))])
-        m.d.sync += [v6.eq(v5), a6.eq(a5), r6.eq(Mux(reset, 0, result))]
-        # S6 writes r6; the last write is kept for the S4 of three micro-ops behind.
-        m.d.sync += [last_valid.eq(v6), last_addr.eq(a6), last_data.eq(r6)]
-        return v6, a6, r6, v5
+        m.d.sync += [v7.eq(v6), a7.eq(a6), r7.eq(Mux(reset, 0, result))]
+        # S7 writes r7; the last write is kept for the S5 of three micro-ops behind.
+        m.d.sync += [last_valid.eq(v7), last_addr.eq(a7), last_data.eq(r7)]
+        return v7, a7, r7, v6

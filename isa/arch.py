@@ -131,10 +131,10 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``): S0 micro-op,
-#: S1 indices, S2 check and INP/WGT reads, S3 products and ACC read, S4 adder trees and ACC
-#: operand registered, S5 accumulate into a register, S6 write (the 32-bit add has a cycle of
-#: its own between the SRAM read and the ACC write).
-GEMM_LATENCY = 6
+#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered, S4 products and ACC
+#: read, S5 adder trees and ACC operand registered, S6 accumulate into a register, S7 write
+#: (no block-RAM read shares a cycle with a multiplier or the 32-bit add).
+GEMM_LATENCY = 7
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
 #: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes into a register, S5
 #: write (the 32-bit op has a cycle of its own between the SRAM read and the ACC write).

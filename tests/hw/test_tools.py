@@ -71,7 +71,7 @@ def test_gemm_sustains_one_micro_op_per_cycle_with_back_to_back_accumulation():
     # documented constant of this program (docs/hardware.md, "Worked example"): the first
     # instruction waits HEAD_SETTLE cycles at the compute queue's head, the others are hidden
     from isa.arch import HEAD_SETTLE
-    assert cycles[0] == 1 + 30 + HEAD_SETTLE   # 30: GEMM_LATENCY 6 (29 at 5)
+    assert cycles[0] == 1 + 31 + HEAD_SETTLE   # 31: GEMM_LATENCY 7 (29 at 5)
 
 
 def test_run_image_returns_dram_cycles_counters_and_writes_a_waveform(tmp_path):
