@@ -18,7 +18,7 @@ would have said. One run with ``--rtl-full`` on a shared machine (CPU time, the 
 
     simulator        this project   original
     functional       0.39 s         1.01 s    (goal < 0.5 s: met; 0.32 s after the last step)
-    cycle-accurate   15.8 s         227.73 s  (8.33 M cycles)
+    cycle-accurate   15.8 s         227.73 s  (8.33 M cycles; 8.34 M with GEMM_LATENCY 7)
     RTL (Verilator)  33 s           227.73 s  (measured on the whole inference, 737 s of
                                                wall clock on the busy machine; the
                                                extrapolation from the 2 smallest segments

@@ -25,7 +25,7 @@ time), the 1x1 stride-2 layers C4, C7, C10 53-70 % (57-70 % tuned; 4-16 GEMM mic
 accumulator row against the same 4 passes), fc 94 % (DRAM-bound). C1 (the 3-channel stem)
 runs column-folded (7 taps on 21 channels): 0.91 M cycles, 51 % GEMM utilisation. The whole
 integer ResNet-18 compiles untuned in 6-15 s wall (2.5 s of CPU time: heavily shared cores)
-and runs in 8.33 M cycles.
+and runs in 8.34 M cycles (8.33 M before GEMM_LATENCY 7).
 """
 
 from __future__ import annotations
