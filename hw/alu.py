@@ -115,14 +115,14 @@ class TensorAlu(wiring.Component):
         """S0 micro-op read → S1 indices → S2 range check and ACC reads; returns S3's
         valid, dst and src (the reads' data arrive in S3)."""
         cfg = self._cfg
-        m.d.comb += self.uop_raddr.eq(loop.uop_idx)
+        m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         wd, ws = self._widths["dst"], self._widths["src"]
         v1 = self._v1 = Signal()
         d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
         m.d.sync += [v1.eq(loop.valid & ~self.err), d1.eq(loop.dst_off), s1.eq(loop.src_off),
                      dover1.eq(loop.dst_over), sover1.eq(loop.src_over)]
-        u = Signal(uop(cfg))
-        m.d.comb += u.eq(self.uop_rdata)
+        u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
+        m.d.sync += u.eq(self.uop_rdata)
         v2 = self._v2 = Signal()
         d2, s2, dover2, sover2 = Signal(wd + 1), Signal(ws + 1), Signal(), Signal()
         m.d.sync += [v2.eq(v1 & ~self.err), d2.eq(u.dst + d1), s2.eq(u.src + s1),

@@ -113,7 +113,10 @@ class ComputeModule(wiring.Component):
         m.d.comb += [
             uop_w.addr.eq(ld_uop.wr_addr), uop_w.data.eq(ld_uop.wr_data),
             uop_w.en.eq(ld_uop.wr_en),
-            uop_r.addr.eq(Mux(is_gemm, gemm.uop_raddr, alu.uop_raddr)),
+            # the units read a cycle ahead, in their start cycle too (is_gemm is not set yet)
+            uop_r.addr.eq(Mux(gemm.busy, gemm.uop_raddr,
+                              Mux(alu.busy | (opcode != Opcode.GEMM), alu.uop_raddr,
+                                  gemm.uop_raddr))),
             gemm.uop_rdata.eq(uop_r.data), alu.uop_rdata.eq(uop_r.data),
             acc_ra.addr.eq(Mux(is_gemm, gemm.acc_raddr, alu.acc_raddr)),
             gemm.acc_rdata.eq(acc_ra.data), alu.acc_rdata.eq(acc_ra.data),

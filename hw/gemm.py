@@ -76,7 +76,7 @@ class GemmCore(wiring.Component):
         past its width is a flag) → S2 range check, INP/WGT reads; returns the valid bits of
         S1 … S3 and S3's ACC index."""
         cfg = self._cfg
-        m.d.comb += self.uop_raddr.eq(loop.uop_idx)
+        m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         v1 = Signal()
         m.d.sync += v1.eq(loop.valid & ~self.err)
         names = ("dst", "src", "wgt")
@@ -86,8 +86,8 @@ class GemmCore(wiring.Component):
             m.d.sync += [off1[n].eq(getattr(loop, f"{n}_off")),
                          over1[n].eq(getattr(loop, f"{n}_over"))]
         # S1: indices (field + offset, one bit wider than both)
-        u = Signal(uop(cfg))
-        m.d.comb += u.eq(self.uop_rdata)
+        u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
+        m.d.sync += u.eq(self.uop_rdata)
         v2 = Signal()
         idx2 = {n: Signal(widths[n] + 1, name=f"{n}2") for n in names}
         over2 = {n: Signal(name=f"{n}_over2") for n in names}

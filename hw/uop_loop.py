@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,7 +30,8 @@ class UopLoop(wiring.Component):
 
     ``start`` in cycle *c* (fields valid in *c*; loops non-empty) → steps in cycles
     *c* + 1 … *c* + N, N = iter_out · iter_in · (uop_end − uop_bgn); each step presents ``valid``,
-    the micro-op index ``uop_idx`` and, for dst, src and wgt, the loop offset
+    the micro-op index ``uop_idx`` (``uop_next`` is the next cycle's, ``uop_bgn`` while idle:
+    the micro-op buffer is read a cycle ahead, so its data arrive with the step) and, for dst, src and wgt, the loop offset
     ``i_out·f_out + i_in·f_in`` as ``<n>_off`` (its low ``widths[n]`` bits) and ``<n>_over``
     (the offset is ≥ 2^widths[n]): an index past a buffer of 2^w entries needs no more, and the
     offset adders stay ``w`` + 1 bits wide instead of 32. ``last`` marks step N. ``stop`` (an
@@ -46,7 +47,7 @@ class UopLoop(wiring.Component):
             "start": In(1), "stop": In(1),
             "uop_bgn": In(ub), "uop_end": In(ub), "iter_out": In(14), "iter_in": In(14),
             **{f"{n}_factor_{k}": In(FACTOR_BITS) for n in NAMES for k in ("out", "in")},
-            "valid": Out(1), "last": Out(1), "uop_idx": Out(ub),
+            "valid": Out(1), "last": Out(1), "uop_idx": Out(ub), "uop_next": Out(ub),
             **{f"{n}_off": Out(self._widths[n]) for n in NAMES},
             **{f"{n}_over": Out(1) for n in NAMES},
         })
@@ -62,6 +63,7 @@ class UopLoop(wiring.Component):
         u_last, in_last, out_last, one_u, one_in = (
             Signal(name=n) for n in ("u_last", "in_last", "out_last", "one_u", "one_in"))
         m.d.comb += [self.valid.eq(active), self.uop_idx.eq(u),
+                     self.uop_next.eq(Mux(active, Mux(u_last, bgn, u + 1), self.uop_bgn)),
                      self.last.eq(active & u_last & in_last & out_last)]
         offsets = [self._offset(m, n) for n in NAMES]
 

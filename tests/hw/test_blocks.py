@@ -112,16 +112,19 @@ def test_uop_loop_walks_both_loops_one_step_per_cycle(shape, width):
         for k, v in dict(uop_bgn=bgn, uop_end=end, iter_out=n_out, iter_in=n_in, **fac).items():
             ctx.set(getattr(dut, k), v)
         ctx.set(dut.start, 1)
+        assert ctx.get(dut.uop_next) == bgn        # idle: the first step's, read a cycle ahead
         await ctx.tick()
         ctx.set(dut.start, 0)
-        got, lasts = [], []
+        got, lasts, nexts = [], [], []
         while ctx.get(dut.valid):
             got.append((ctx.get(dut.uop_idx),
                         *((ctx.get(getattr(dut, f"{n}_off")), ctx.get(getattr(dut, f"{n}_over")))
                           for n in ("dst", "src", "wgt"))))
             lasts.append(ctx.get(dut.last))
+            nexts.append(ctx.get(dut.uop_next))
             await ctx.tick()
         assert lasts == [0] * (len(want) - 1) + [1]
+        assert nexts[:-1] == [g[0] for g in got[1:]]
         assert got == want
     run(dut, bench)
 
