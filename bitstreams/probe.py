@@ -22,7 +22,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from isa.config import load_config
+from isa.errors import InputError
 
+from .errors import ToolError
 from .tools import tool_env, tool_path
 
 __all__ = ["BLOCKS", "GemmWithBuffers", "RegisteredIO", "probe", "main"]
@@ -91,8 +93,9 @@ def _alu(cfg):
 
 
 def _uop_loop(cfg):
-    from hw.uop_loop import UopLoop
-    return UopLoop(cfg)
+    from hw.uop_loop import UopLoop, offset_widths
+    return UopLoop(cfg, offset_widths(cfg, {"dst": cfg.log_acc_depth, "src": cfg.log_inp_depth,
+                                            "wgt": cfg.log_wgt_depth}))
 
 
 #: The blocks a probe can measure: name → constructor from a configuration.
@@ -153,10 +156,10 @@ def critical_path(log_text: str) -> list:
     return []
 
 
-def probe(block: str, config: str, work: Path, *, seed: int = 1, target_mhz: float = 100,
+def probe(block: str, config, work: Path, *, seed: int = 1, target_mhz: float = 100,
           timeout: float = 3000) -> dict:
-    """Synthesise, place and route ``block`` of ``config`` in ``work``:
-    ``{"fmax_mhz": f, "path": [lines], "log": path}``."""
+    """Synthesise, place and route ``block`` of ``config`` (a name, file or VTAConfig) in
+    ``work``: ``{"fmax_mhz": f, "path": [lines], "log": path}``."""
     cfg = load_config(config)
     top = RegisteredIO(BLOCKS[block](cfg))
     work.mkdir(parents=True, exist_ok=True)
@@ -186,12 +189,20 @@ def main(argv=None) -> int:
     p.add_argument("--work", type=Path, default=None,
                    help="keep the netlist and logs here (default: a temporary folder)")
     args = p.parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+    except (InputError, OSError) as exc:
+        print(f"probe: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="vta-probe-") as tmp:
         work = args.work or Path(tmp)
         try:
-            r = probe(args.block, args.config, work, seed=args.seed, timeout=args.timeout)
+            r = probe(args.block, cfg, work, seed=args.seed, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             print(f"probe: a tool ran past {args.timeout:.0f} s", file=sys.stderr)
+            return 3
+        except ToolError as exc:
+            print(f"probe: {exc}", file=sys.stderr)
             return 3
     print(f"{args.block} of {args.config}, LFE5U-85F speed 6, seed {args.seed}: "
           f"Fmax {r['fmax_mhz']:.2f} MHz")

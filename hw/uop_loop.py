@@ -31,8 +31,8 @@ class UopLoop(wiring.Component):
     ``start`` in cycle *c* (fields valid in *c*; loops non-empty) → steps in cycles
     *c* + 1 … *c* + N, N = iter_out · iter_in · (uop_end − uop_bgn); each step presents ``valid``,
     the micro-op index ``uop_idx`` (``uop_next`` is the next cycle's, ``uop_bgn`` while idle:
-    the micro-op buffer is read a cycle ahead, so its data arrive with the step) and, for dst, src and wgt, the loop offset
-    ``i_out·f_out + i_in·f_in`` as ``<n>_off`` (its low ``widths[n]`` bits) and ``<n>_over``
+    the micro-op buffer is read a cycle ahead, so its data arrive with the step) and, for dst,
+    src and wgt, the loop offset ``i_out·f_out + i_in·f_in`` as ``<n>_off`` (its low ``widths[n]`` bits) and ``<n>_over``
     (the offset is ≥ 2^widths[n]): an index past a buffer of 2^w entries needs no more, and the
     offset adders stay ``w`` + 1 bits wide instead of 32. ``last`` marks step N. ``stop`` (an
     error) ends the walk at once. Throughput one step per cycle, no bubbles. The loop-end
