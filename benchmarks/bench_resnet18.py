@@ -15,8 +15,8 @@ integer ResNet-18 (untuned; the time is the compile time) and runs it on the sim
 Each layer's tail is the requantisation (+128, >> 8, clip, narrowing store).
 
 Measured (2 shared cores, default configuration, --top 4): C2-C11 6.69 M cycles untuned (6.70 M
-with GEMM_LATENCY 7),
-6.69 M tuned (tuning all layers: 250 s on a loaded machine) against 7.73 M (original) and
+with GEMM_LATENCY 7), 6.69 M tuned (tuning all layers: 250 s on a loaded machine) against
+7.73 M (original) and
 6.62 M (every-tap bound); session 2 had 7.35 M / 7.32 M. The GEMM skips the taps that read
 only padding (6.11 M cycles of GEMM work remain), so C8, C9 and C11 beat the every-tap bound
 (102-117 %); the accumulator is set by ``MAX 128`` (folding the rounding ``ADD``): 4 ALU
