@@ -18,17 +18,12 @@ from ..interpreter import Interpreter
 from ..ir import Call, Constant, Function, IRModule, Op, Tuple, TupleGetItem, Var
 from ..op.registry import get_op
 from ..transform import infer_type
+from .errors import DoesNotQuantize, QuantizeError
 from .prepare import fold_affine_into_anchor, prepare
 from .realize import exponent_for, realize, round_half_away
 
-__all__ = ["QConfig", "QuantizeError", "Agreement", "Quantized", "quantize", "calibrate", "agreement",
+__all__ = ["QConfig", "QuantizeError", "DoesNotQuantize", "Agreement", "Quantized", "quantize", "calibrate", "agreement",
            "load_calibration", "anchor_macs", "prepare", "fold_affine_into_anchor", "exponent_for", "round_half_away"]
-
-
-class QuantizeError(Exception):
-    """Calibration data or options that do not fit the model."""
-
-    exit_code = 2   # the `vta` command's code for bad usage or input
 
 
 @dataclass(frozen=True)
