@@ -158,6 +158,9 @@ def _compile(args) -> int:
     share = model.vta_macs / model.macs if model.macs else 0.0
     print(f"{args.out}: {vta} VTA and {len(model.segments) - vta} CPU segments for {cfg.name} "
           f"({cfg.key}); {share:.1%} of the MACs on VTA")
+    if model.macs and not model.vta_macs and not args.calibrate:
+        print(f"  (VTA runs int8 conv2d/dense: a float model runs on the CPU unless --calibrate "
+              f"DATA.npz quantises it; docs/models.md)")
     return EXIT_OK
 
 

@@ -201,7 +201,10 @@ def check_calibration(fn, samples):
         raise QuantizeError("calibration data must map each model input name to an array of samples")
     missing, extra = [n for n in names if n not in samples], sorted(set(samples) - set(names))
     if missing or extra:
-        raise QuantizeError(f"calibration data has inputs {sorted(samples)} but the model's inputs are {names}")
+        hint = "" if extra else (f"; if {', '.join(missing)} are weights (a .rly from `vta import`), "
+                                 f"give them with --params PARAMS.npz")
+        raise QuantizeError(f"calibration data has inputs {sorted(samples)} but the model's inputs are "
+                            f"{names}{hint}")
     out, count = {}, None
     for p in fn.params:
         a = np.asarray(samples[p.name_hint])

@@ -46,3 +46,27 @@ def test_float_model_options_need_calibration(tmp_path, extra, capsys):
     assert main(["compile", model, "-o", str(tmp_path / "m.vtab")] + extra) == 2
     assert "--calibrate" in capsys.readouterr().err
     assert not (tmp_path / "m.vtab").exists()
+
+
+def test_imported_rly_without_params_or_calibration_is_told_what_to_add(tmp_path, calibration, capsys):
+    """The `vta import` output (.rly + weights .npz): a missing --params is named, and a float
+    program compiled without --calibrate says why nothing runs on VTA."""
+    rly, weights = tmp_path / "d.rly", tmp_path / "d.npz"
+    assert main(["import", str(MODEL), "-o", str(rly), "--params-out", str(weights)]) == 0
+    capsys.readouterr()
+    for command in (["quantize", str(rly), "--calibrate", str(calibration), "-o", str(tmp_path / "q.rly")],
+                    ["compile", str(rly), "--calibrate", str(calibration), "-o", str(tmp_path / "q.vtab")]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "are weights (a .rly from `vta import`), give them with --params" in err
+    assert not (tmp_path / "q.rly").exists() and not (tmp_path / "q.vtab").exists()
+    np.save(tmp_path / "x.npy", np.zeros((1, 1, 8, 8), np.float32))
+    assert main(["relay", "run", str(rly), "--input", f"image={tmp_path / 'x.npy'}", "--out",
+                 str(tmp_path / "r.npz")]) == 2
+    assert "go in with --params PARAMS.npz" in capsys.readouterr().err
+    assert main(["compile", str(rly), "--params", str(weights), "-o", str(tmp_path / "f.vtab")]) == 0
+    out = capsys.readouterr().out
+    assert "0.0% of the MACs on VTA" in out and "unless --calibrate DATA.npz quantises it" in out
+    assert main(["compile", str(rly), "--params", str(weights), "--calibrate", str(calibration),
+                 "-o", str(tmp_path / "q.vtab")]) == 0
+    assert "100.0% of the MACs on VTA" in capsys.readouterr().out
