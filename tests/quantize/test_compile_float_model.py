@@ -70,3 +70,34 @@ def test_imported_rly_without_params_or_calibration_is_told_what_to_add(tmp_path
     assert main(["compile", str(rly), "--params", str(weights), "--calibrate", str(calibration),
                  "-o", str(tmp_path / "q.vtab")]) == 0
     assert "100.0% of the MACs on VTA" in capsys.readouterr().out
+
+
+def test_long_steps_show_their_progress(tmp_path, calibration, capsys):
+    """`vta compile --calibrate` reports each long step (calibration, agreement, the VTA
+    operators) as it ends; on a terminal the line advances sample by sample."""
+    import io
+
+    from compiler.compile import compile_module
+    from compiler.model_cli import Progress
+    assert main(["compile", str(MODEL), "--calibrate", str(calibration), "-o", str(tmp_path / "d.vtab")]) == 0
+    out = capsys.readouterr().out
+    for line in ("  calibration samples run in float: 16/16 (", "  samples compared, int8 against float: 16/16 (",
+                 "  VTA operators compiled: 4/4 ("):
+        assert line in out
+    calls = []
+    q = quantize_file(MODEL, calibration, progress=lambda *a: calls.append(a))
+    assert calls == [("calibrate", i, 16) for i in range(1, 17)] + [("agreement", i, 16) for i in range(1, 17)]
+    calls.clear()
+    compile_module(q.mod, None, "default", progress=lambda *a: calls.append(a))
+    assert calls == [("compile", i, 4) for i in range(1, 5)]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    term = Terminal()
+    show = Progress(term)
+    for i in (1, 2, 3):
+        show("calibrate", i, 3)
+    text = term.getvalue()
+    assert text.startswith("\r  calibration samples run in float: 1/3\r  calibration samples run in float: 2/3\r")
+    assert text.endswith(" s)\n") and text.count("\n") == 1
