@@ -101,3 +101,24 @@ def test_long_steps_show_their_progress(tmp_path, calibration, capsys):
     text = term.getvalue()
     assert text.startswith("\r  calibration samples run in float: 1/3\r  calibration samples run in float: 2/3\r")
     assert text.endswith(" s)\n") and text.count("\n") == 1
+
+
+def test_onnx_models_need_no_torch(tmp_path, calibration, capsys, monkeypatch):
+    """torch is an optional extra: without it an ONNX model compiles and runs; a .pt2 is refused
+    with exit 5 (what the command needs is not installed) and says how to install it."""
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)       # import torch raises ImportError
+    out = tmp_path / "d.vtab"
+    assert main(["compile", str(MODEL), "--calibrate", str(calibration), "-o", str(out)]) == 0
+    np.save(tmp_path / "x.npy", np.zeros((1, 1, 8, 8), np.float32))
+    assert main(["run", str(out), "--input", f"image={tmp_path / 'x.npy'}", "--out", str(tmp_path / "r.npz")]) == 0
+    capsys.readouterr()
+    (tmp_path / "m.pt2").write_bytes(b"PK\x05\x06" + bytes(18))
+    for command in (["import", str(tmp_path / "m.pt2"), "-o", str(tmp_path / "m.rly"), "--params-out",
+                     str(tmp_path / "m.npz")],
+                    ["compile", str(tmp_path / "m.pt2"), "--calibrate", str(calibration), "-o", str(tmp_path / "m.vtab")]):
+        assert main(command) == 5
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "torch is needed to import PyTorch programs (.pt2)" in err
+        assert "pip install -e '.[torch]'" in err
+    assert not any((tmp_path / f"m.{x}").exists() for x in ("rly", "npz", "vtab"))
