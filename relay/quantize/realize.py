@@ -75,7 +75,8 @@ class Rep:
     expr: object
     exp: object = None          # int, or an int vector (A right after a per-channel anchor)
     channels_shape: tuple = ()  # shape of a per-channel constant for this tensor: (C,1,1) or (C,)
-    layer: tuple = ()           # an accumulator's producer, for errors: (what, how to keep it in float)
+    layer: tuple = ()           # an accumulator's producer, for errors: (what, how to keep it in float,
+                                # its input's exponent, its weights' exponent(s))
     peak: object = None         # a bound on an accumulator's magnitude (scalar or per channel), if known
 
 
@@ -263,7 +264,7 @@ class _Realizer:
         reduce = tuple(a for a in range(wq.ndim) if a != axis)
         peak = -INT8_MIN * np.abs(wq.astype(np.int64)).sum(axis=reduce)
         i = self.layer_index[id(n)]
-        layer = (f"{n.op.name} layer {i}", f"--skip-layer {i} or --skip-op {n.op.name}")
+        layer = (f"{n.op.name} layer {i}", f"--skip-layer {i} or --skip-op {n.op.name}", q.exp, ew)
         return Rep("A", y, q.exp + ew, cshape, layer, peak)
 
     def affine(self, n, reps):
@@ -310,7 +311,7 @@ class _Realizer:
         y = op_call("nn.conv2d", q.expr, Constant(wq.reshape(channels, 1, 1, 1)), groups=channels,
                     channels=channels, kernel_size=(1, 1), out_dtype="int32")
         layer = (f"the per-channel {n.op.name} (operator {self.order[id(n)]} in evaluation order, a "
-                 f"depthwise 1x1 convolution on VTA)", f"--skip-op {n.op.name}")
+                 f"depthwise 1x1 convolution on VTA)", f"--skip-op {n.op.name}", q.exp, ew)
         return Rep("A", y, q.exp + ew, (channels, 1, 1), layer, -INT8_MIN * np.abs(wq.astype(np.int64)))
 
     def bias(self, n, rep, b):
@@ -332,18 +333,19 @@ class _Realizer:
         def at(v):      # the worst channel's value of a scalar or per-channel vector
             v = np.ravel(v)
             return float(v[c] if v.size > 1 else v[0])
-        where, keep = rep.layer or (f"the {n.op.name} (operator {self.order[id(n)]} in evaluation "
-                                    f"order)", f"--skip-op {n.op.name}")
+        where, keep, e_in, e_w = rep.layer or (f"the {n.op.name} (operator {self.order[id(n)]} in "
+                                               f"evaluation order)", f"--skip-op {n.op.name}", None, None)
         channel = f" of channel {c}" if peak.size > 1 else ""
         products = "" if rep.peak is None else f"with its products (up to {at(rep.peak):.3g}) "
         fix = f"keep it in float with {keep} (QConfig skip_layers / skip_ops)"
         if self.per_channel:
             fix += ", or quantise without --per-channel (one coarser weight scale per tensor)"
+        scales = "" if e_in is None else f" = input 2^{e_in} x weights 2^{int(at(e_w))}"
         return (f"{where} does not fit int32: its bias{channel}, {at(b):.4g} (float, range "
                 f"{float(np.min(b)):.4g} to {float(np.max(b)):.4g}), is {at(bq):.4g} at its "
-                f"accumulator's scale 2^{int(at(rep.exp))}: {products}"
-                f"beyond int32's {INT32_MAX} (its input and weight scales are too fine for that "
-                f"bias); {fix}")
+                f"accumulator's scale 2^{int(at(rep.exp))}{scales}: {products}beyond int32's "
+                f"{INT32_MAX} (the scales are too fine for that bias: tiny weights, or calibration "
+                f"data far smaller than the model's real inputs); {fix}")
 
     def add(self, n, reps):
         a, b = n.args
