@@ -14,15 +14,15 @@ segments on the RTL and extrapolates the whole inference from their simulated cy
 (said so in the output; ``--rtl-layers 0`` skips it); ``--rtl-full`` runs the whole inference
 on the RTL instead, printing each VTA segment as it finishes (a run cut short says how far it
 got), checks its output against the functional simulator's, and prints what the extrapolation
-would have said. One run with ``--rtl-full`` on a shared machine (CPU time, the fair clock):
+would have said. One run with ``--rtl-full`` (session 5, load near 5 on 2 cores; CPU time, the
+fair clock on a shared machine):
 
     simulator        this project   original
-    functional       0.39 s         1.01 s    (goal < 0.5 s: met; 0.32 s after the last step)
-    cycle-accurate   15.8 s         227.73 s  (8.33 M cycles)
-    RTL (Verilator)  33 s           227.73 s  (measured on the whole inference, 737 s of
-                                               wall clock on the busy machine; the
-                                               extrapolation from the 2 smallest segments
-                                               says 22 s)
+    functional       0.28 s         1.01 s    (goal < 0.5 s: met)
+    cycle-accurate   11.3 s         227.73 s  (8.33 M cycles, 736 k cycles/s)
+    RTL (Verilator)  22 s           227.73 s  (measured on the whole inference, 25 s of wall
+                                               clock; the extrapolation from the 2 smallest
+                                               segments says 22 s)
 
 The Verilated model is built before the clock starts: its compilers are children of this
 process, whose CPU time the clock counts (an earlier extrapolation of ~1,840 s included them).
