@@ -203,6 +203,16 @@ def test_merge_constant_adds_before_after():
     np.testing.assert_array_equal(consts[2], (bias.astype(np.int64) + 5).astype(np.int32))
 
 
+def _run_tail(acc, steps, consts):
+    """A tail's steps on the accumulators ``acc`` in int64, step by step (the reference)."""
+    v = acc.astype(np.int64)
+    for t in steps:
+        b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
+        v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+             "MIN": lambda: np.minimum(v, b)}[t.alu]()
+    return v
+
+
 def test_sink_max_before_after():
     """relu before the rounding shift moves behind it; with the merged bias and clip the
     quantiser's tail costs four ALU passes instead of six, with the same results."""
@@ -223,14 +233,7 @@ def test_sink_max_before_after():
     acc = rng.integers(lo, hi + 1, (1000, 8))
     acc[0], acc[1] = lo, hi
 
-    def run(steps, consts):
-        v = acc.astype(np.int64)
-        for t in steps:
-            b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
-            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
-                 "MIN": lambda: np.minimum(v, b)}[t.alu]()
-        return v
-    np.testing.assert_array_equal(run(before, (bias,)), run(after, consts))
+    np.testing.assert_array_equal(_run_tail(acc, before, (bias,)), _run_tail(acc, after, consts))
     # an accumulator that could wrap keeps its order
     huge = np.full(8, 2 ** 31 - 10, np.int64)
     assert not tail_ranges(before, (bias,), huge - 1, huge)
@@ -264,14 +267,7 @@ def test_sink_max_through_a_per_channel_rounding_shift():
     acc = rng.integers(lo, hi + 1, (2000, 16))
     acc[0], acc[1], acc[2] = lo, hi, 0
 
-    def run(steps, consts):
-        v = acc.astype(np.int64)
-        for t in steps:
-            b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
-            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
-                 "MIN": lambda: np.minimum(v, b)}[t.alu]()
-        return v
-    np.testing.assert_array_equal(run(before, consts), run(after, merged))
+    np.testing.assert_array_equal(_run_tail(acc, before, consts), _run_tail(acc, after, merged))
     # A rounding constant at least 2^s in some channel (not the quantiser's) keeps relu where
     # it is: its bound would differ between channels.
     odd = (bias, half + (1 << s).astype(np.int32) * (np.arange(16) == 5), s.astype(np.int32))
