@@ -122,3 +122,22 @@ def test_onnx_models_need_no_torch(tmp_path, calibration, capsys, monkeypatch):
         assert err.count("\n") == 1 and "torch is needed to import PyTorch programs (.pt2)" in err
         assert "pip install -e '.[torch]'" in err
     assert not any((tmp_path / f"m.{x}").exists() for x in ("rly", "npz", "vtab"))
+
+
+def test_unsupported_operator_in_one_step_compile(tmp_path, capsys):
+    """`vta compile MODEL.onnx --calibrate`: an operator the frontend does not know is named with
+    its node and the model before any calibration runs (exit 1, one line, no binary)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),
+                               helper.make_node("Hardmax", ["r"], ["y"], name="hm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(graph), tmp_path / "net.onnx")
+    np.savez(tmp_path / "cal.npz", x=np.zeros((2, 1, 4), np.float32))
+    assert main(["compile", str(tmp_path / "net.onnx"), "--calibrate", str(tmp_path / "cal.npz"),
+                 "-o", str(tmp_path / "net.vtab")]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ("vta compile: error: operator Hardmax (node 1 'hm' (Hardmax) of model 'net') "
+                            "is not supported\n")
+    assert "calibration samples" not in captured.out and not (tmp_path / "net.vtab").exists()
