@@ -37,7 +37,8 @@ def register(subparsers) -> None:
                     "weight; the weights are saved in an .npz keyed by parameter name, for `vta "
                     "relay run FILE --params PARAMS.npz --input NAME=ARRAY.npy`. Exit status: 0 "
                     "done, 1 the model uses an unsupported operator or attribute, 2 bad usage or "
-                    "an unreadable model (nothing is written), 3 a bug.",
+                    "an unreadable model (nothing is written), 3 a bug, 5 the onnx or torch "
+                    "package (an optional extra) is not installed.",
         epilog="example: vta import resnet.onnx -o resnet.rly --params-out resnet.npz",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", type=Path, metavar="MODEL", help="the model file (.onnx or .pt2)")
@@ -57,8 +58,10 @@ def register(subparsers) -> None:
                     "accumulation, requantisation by rounding shift (half up) and clip. Batch "
                     "norm is folded into the layer before it. Prints the agreement of the int8 "
                     "program with the float model on the calibration data. Exit status: 0 done, "
-                    "1 unsupported model, 2 bad usage or input file (nothing is written), 3 a "
-                    "bug.",
+                    "1 unsupported model, or one whose integer form does not fit int32 (the "
+                    "message names the layer and the --skip-layer/--skip-op that keep it in "
+                    "float), 2 bad usage or input file (nothing is written), 3 a bug, 5 the onnx "
+                    "or torch package is not installed.",
         epilog="example: vta quantize digits.onnx --calibrate calibration.npz -o digits.int8.rly\n"
                "calibration.npz holds, for each input NAME of the model, S samples stacked on a "
                "new first axis: shape (S, *input shape).",
