@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from isa.config import VTAConfig
 
 __all__ = ["ADDR_BITS", "LEN_BITS", "MemPortSignature", "MemArbiter", "CLIENTS",
-           "READ_CLIENTS"]
+           "READ_CLIENTS", "StreamSlice", "MemPortSlice"]
 
 ADDR_BITS = 32
 LEN_BITS = 8
@@ -167,4 +167,59 @@ class MemArbiter(wiring.Component):
         wcmd_fire = Signal()
         m.d.comb += wcmd_fire.eq(self.mem.wcmd.valid & self.mem.wcmd.ready)
         m.d.sync += writes.eq(writes + wcmd_fire - self.mem.wr_ack)
+        return m
+
+
+class StreamSlice(wiring.Component):
+    """A register slice (skid buffer) on one stream: every output is a register.
+
+    ``o.valid``/``o.payload`` come from the main register, ``i.ready`` is high while the skid
+    register is empty, so no combinational path crosses the slice in either direction. A beat
+    handed over on ``i`` in cycle *t* is offered on ``o`` from *t* + 1; one beat per cycle
+    passes while ``o`` is ready (back to back, no bubble).
+    """
+
+    def __init__(self, layout):
+        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i, self.o
+        skid = Signal.like(i.payload)
+        skid_valid = Signal()
+        m.d.comb += i.ready.eq(~skid_valid)
+        with m.If(o.ready | ~o.valid):              # the main register moves
+            with m.If(skid_valid):
+                m.d.sync += [o.payload.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [o.payload.eq(i.payload), o.valid.eq(i.valid)]
+        with m.Elif(i.valid & ~skid_valid):         # the main register holds: park the beat
+            m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]
+        return m
+
+
+class MemPortSlice(wiring.Component):
+    """The memory port through registers: ``up`` (from the core) to ``down`` (to a memory).
+
+    ``rcmd``, ``wcmd``, ``wr`` and ``rd`` each pass a :class:`StreamSlice` (one cycle later,
+    full throughput); ``wr_ack`` is registered (one cycle later). The protocol holds on both
+    sides: the slice only delays, it never reorders. A board puts it between the core and its
+    memory so that no path runs from the core's arbiter into the memory's block RAM.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({"up": In(MemPortSignature(cfg)), "down": Out(MemPortSignature(cfg))})
+
+    def elaborate(self, platform):
+        m = Module()
+        for name, src, dst in (("rcmd", self.up, self.down), ("wcmd", self.up, self.down),
+                               ("wr", self.up, self.down), ("rd", self.down, self.up)):
+            up_s, down_s = getattr(src, name), getattr(dst, name)
+            m.submodules[name] = sl = StreamSlice(up_s.payload.shape())
+            m.d.comb += [sl.i.valid.eq(up_s.valid), sl.i.payload.eq(up_s.payload),
+                         up_s.ready.eq(sl.i.ready),
+                         down_s.valid.eq(sl.o.valid), down_s.payload.eq(sl.o.payload),
+                         sl.o.ready.eq(down_s.ready)]
+        m.d.sync += self.up.wr_ack.eq(self.down.wr_ack)
         return m
