@@ -145,14 +145,21 @@ class MemArbiter(wiring.Component):
                          ptr.eq(_wrap_inc(winner, n))]
         with m.If(rd_done):
             m.d.sync += head.eq(_wrap_inc(head, depth))
-        m.d.sync += reads.eq(reads + rcmd_fire - rd_done)
 
-        # Read data to the client at the head of the queue.
-        owner = Signal(2)
-        m.d.comb += owner.eq(tags[head])
+        # Read data to the client at the head of the queue. Which client that is (none while
+        # no read is in flight) is kept one-hot in a register, set from the next state of the
+        # queue, so the memory's ``rd.valid`` passes one AND gate to the client.
+        owner = Signal(n)
+        head_next = Signal(range(depth))
+        reads_next = Signal(range(depth + 1))
+        next_tag = Signal(2)
+        m.d.comb += [head_next.eq(Mux(rd_done, _wrap_inc(head, depth), head)),
+                     reads_next.eq(reads + rcmd_fire - rd_done),
+                     next_tag.eq(Mux(rcmd_fire & (tail == head_next), winner, tags[head_next]))]
+        m.d.sync += [reads.eq(reads_next), owner.eq(Mux(reads_next != 0, 1 << next_tag, 0))]
         for i in range(n):
             m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)
-            with m.If((owner == i) & (reads != 0)):
+            with m.If(owner[i]):
                 m.d.comb += [readers[i].rd.valid.eq(self.mem.rd.valid),
                              self.mem.rd.ready.eq(readers[i].rd.ready)]
 
