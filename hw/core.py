@@ -31,8 +31,9 @@ class VTACore(wiring.Component):
 
     Control: a ``launch`` pulse in cycle *L* clears all control state (buffers keep their
     contents) and starts fetch in *L* + 1. See docs/hardware.md for the exact end of a run:
-    ``done`` rises after FINISH retires (and fetch is quiet), or after an error once no burst
-    is outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.
+    ``done`` rises after FINISH retires (and fetch is quiet), or after an error once the
+    arbiter is halted (a register: from the cycle after the error) and no burst is
+    outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.
     ``error_code``/``error_index`` hold the error (ErrorCode). Errors raised by the core itself:
     DEADLOCK (fetch can dispatch nothing more and every module is idle with an empty queue or
     blocked on a token, not all empty) and MISSING_FINISH (every instruction dispatched, all

@@ -85,7 +85,8 @@ class MemArbiter(wiring.Component):
     added latency); its handshake sets ``ptr`` to the next client, so a client waits for at
     most two other commands (no starvation). The granted client's number is queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
-    popped with the ``last`` beat's handshake. Writes: the store's ``wcmd`` (while ``halt`` is
+    popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
+    register, so ``rd.valid`` reaches the client through one gate). Writes: the store's ``wcmd`` (while ``halt`` is
     low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
     or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
     """
