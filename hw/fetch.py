@@ -91,7 +91,11 @@ class FetchModule(wiring.Component):
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
         index = Signal(INDEX_BITS)
         m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
-        self._decode(m, w_entry)
+        # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
+        # other bits is a combinational loop at signal level, which Verilator does not settle.)
+        target_w, illegal_w, code_w = self._decode(m, reader.out.payload)
+        m.d.comb += [w_entry.target.eq(target_w), w_entry.illegal.eq(illegal_w),
+                     w_entry.code.eq(code_w)]
         target, illegal, illegal_code = r_entry.target, r_entry.illegal, r_entry.code
         rdy = Signal()
         m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
@@ -99,15 +103,17 @@ class FetchModule(wiring.Component):
         self._control(m, reader, buf, running, index, illegal, illegal_code, rdy, target)
         return m
 
-    def _decode(self, m, e):
-        """``e.target`` (the queue) and ``e.illegal``/``e.code`` (the first field error) of
-        the instruction ``e.word``, combinationally, in the functional simulator's order."""
+    def _decode(self, m, word):
+        """(queue, field error?, its code) of the instruction ``word``, combinationally, the
+        checks in the functional simulator's order."""
         cfg = self._cfg
         head = Signal(mem_insn())
         hg = Signal(gemm_insn(cfg))
         ha = Signal(alu_insn(cfg))
-        m.d.comb += [head.eq(e.word), hg.eq(e.word), ha.eq(e.word)]
-        target, illegal, illegal_code = e.target, e.illegal, e.code
+        m.d.comb += [head.eq(word), hg.eq(word), ha.eq(word)]
+        target = Signal(range(3), name="decode_target")
+        illegal = Signal(name="decode_illegal")
+        illegal_code = Signal(ERR_BITS, name="decode_code")
         pads = Signal()
         m.d.comb += pads.eq((head.y_pad_0 != 0) | (head.y_pad_1 != 0) | (head.x_pad_0 != 0)
                             | (head.x_pad_1 != 0))
@@ -152,6 +158,7 @@ class FetchModule(wiring.Component):
                 pass
             with m.Default():
                 bad(ErrorCode.ILLEGAL_OPCODE)
+        return target, illegal, illegal_code
 
     def _control(self, m, reader, buf, running, index, illegal, illegal_code, rdy, target):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED."""
