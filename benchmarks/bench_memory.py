@@ -23,14 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if "VTA_BENCH_TREE" not in os.environ:
     sys.path.insert(0, str(ROOT))
+
+from revision import measure_at  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -115,24 +115,7 @@ def measure(quick: bool) -> dict:
 
 def baseline(rev: str, quick: bool) -> "dict | None":
     """The same measurement on revision ``rev`` (None if it cannot be exported)."""
-    with tempfile.TemporaryDirectory(prefix="vta-baseline-") as tmp:
-        try:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev],
-                                     check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-            print(f"baseline {rev}: cannot export ({exc})")
-            return None
-        env = dict(os.environ, VTA_BENCH_TREE="1", PYTHONPATH=tmp)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--json"]
-        if quick:
-            cmd.append("--quick")
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp,
-                              timeout=3600)
-        if done.returncode:
-            print(f"baseline {rev}: failed\n{done.stderr[-2000:]}")
-            return None
-        return json.loads(done.stdout)
+    return measure_at(rev, __file__, ["--quick"] if quick else [])
 
 
 def report(now: dict, before: "dict | None") -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if "VTA_BENCH_TREE" not in os.environ:
     sys.path.insert(0, str(ROOT))
+
+from revision import measure_at  # noqa: E402
 
 #: The commit before several bursts in flight on the SDRAM board.
 BASELINE = "03cb754"
@@ -77,23 +77,7 @@ def measure(repeat: int) -> dict:
 
 def baseline(rev: str, repeat: int) -> "dict | None":
     """The same measurement on revision ``rev`` (None if it cannot be run)."""
-    with tempfile.TemporaryDirectory(prefix="vta-baseline-") as tmp:
-        try:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev],
-                                     check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-            print(f"baseline {rev}: cannot export ({exc})")
-            return None
-        env = dict(os.environ, VTA_BENCH_TREE="1", PYTHONPATH=tmp)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--json", "--repeat",
-               str(repeat)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp,
-                              timeout=3600)
-        if done.returncode:
-            print(f"baseline {rev}: failed\n{done.stderr[-2000:]}")
-            return None
-        return json.loads(done.stdout.splitlines()[-1])
+    return measure_at(rev, __file__, ["--repeat", str(repeat)])
 
 
 def report(now: dict, before: "dict | None", rev: str) -> None:
