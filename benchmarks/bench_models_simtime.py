@@ -14,15 +14,16 @@ segments on the RTL and extrapolates the whole inference from their simulated cy
 (said so in the output; ``--rtl-layers 0`` skips it); ``--rtl-full`` runs the whole inference
 on the RTL instead, printing each VTA segment as it finishes (a run cut short says how far it
 got), checks its output against the functional simulator's, and prints what the extrapolation
-would have said. One run with ``--rtl-full`` on a shared machine (CPU time, the fair clock):
+would have said. One run with ``--rtl-full`` (session 5, load near 5 on 2 cores; CPU time, the
+fair clock on a shared machine):
 
     simulator        this project   original
-    functional       0.39 s         1.01 s    (goal < 0.5 s: met; 0.32 s after the last step)
-    cycle-accurate   15.8 s         227.73 s  (8.33 M cycles; 8.34 M with GEMM_LATENCY 7)
-    RTL (Verilator)  33 s           227.73 s  (measured on the whole inference, 737 s of
-                                               wall clock on the busy machine; the
-                                               extrapolation from the 2 smallest segments
-                                               says 22 s)
+    functional       0.28 s         1.01 s    (goal < 0.5 s: met)
+    cycle-accurate   11.3 s         227.73 s  (8.33 M cycles, 736 k cycles/s;
+                                               8.34 M with GEMM_LATENCY 7)
+    RTL (Verilator)  22 s           227.73 s  (measured on the whole inference, 25 s of wall
+                                               clock; the extrapolation from the 2 smallest
+                                               segments says 22 s)
 
 The Verilated model is built before the clock starts: its compilers are children of this
 process, whose CPU time the clock counts (an earlier extrapolation of ~1,840 s included them).
@@ -67,18 +68,12 @@ def _built_rtl(model):
     return get_backend("rtl")
 
 
-def _rtl_subset(model, x, layers, cycles_total):
-    """Run the ``layers`` smallest VTA segments on the RTL with their inputs from a functional
-    run; (simulated cycles, wall seconds, extrapolated seconds for ``cycles_total``)."""
-    from compiler.emit import run_linked
+def _walk(model, x, cpu, run_vta):
+    """Every segment of ``model`` in order, as ``compiler.runtime.execute`` runs them: the VTA
+    ones by ``run_vta(seg, arrays)`` (their input arrays, with the residual), the CPU ones
+    with ``cpu`` (its :func:`load_cpu` library); the values by tensor name."""
     from compiler.cpu import run_cpu_segment
-    from compiler.runtime import RunStats, load_cpu
-    from driver.backends import get_backend
-    # Inputs of each VTA segment: replay the model once on the functional simulator.
     values = {"data": x}
-    cpu = load_cpu(model)
-    fsim = get_backend("functional")
-    inputs = {}
     for seg in model.segments:
         args = [values[n] for n in seg.inputs]
         info = model.tensors[seg.output]
@@ -86,11 +81,27 @@ def _rtl_subset(model, x, layers, cycles_total):
             arrays = {"data": args[0]}
             if seg.op.residual:
                 arrays["residual"] = args[1]
-            inputs[seg.name] = arrays
-            values[seg.output] = run_linked(seg.image, arrays, fsim, RunStats()).reshape(info.shape)
+            values[seg.output] = run_vta(seg, arrays).reshape(info.shape)
         else:
             values[seg.output] = (cpu.run(seg, args, info.shape, info.dtype) if seg.name in cpu
                                   else run_cpu_segment(seg, args))
+    return values
+
+
+def _rtl_subset(model, x, layers, cycles_total):
+    """Run the ``layers`` smallest VTA segments on the RTL with their inputs from a functional
+    run; (simulated cycles, wall seconds, extrapolated seconds for ``cycles_total``)."""
+    from compiler.emit import run_linked
+    from compiler.runtime import RunStats, load_cpu
+    from driver.backends import get_backend
+    # Inputs of each VTA segment: replay the model once on the functional simulator.
+    fsim = get_backend("functional")
+    inputs = {}
+
+    def functional(seg, arrays):
+        inputs[seg.name] = arrays
+        return run_linked(seg.image, arrays, fsim, RunStats())
+    _walk(model, x, load_cpu(model), functional)
     vta = sorted((s for s in model.segments if s.target == "vta"), key=lambda s: s.macs)[:layers]
     rtl = _built_rtl(model)
     cycles, wall = 0, 0.0
@@ -104,38 +115,30 @@ def _rtl_subset(model, x, layers, cycles_total):
 
 
 def _rtl_full(model, x, cpu, expected):
-    """Run the whole inference on the RTL, segment by segment (the loop of
-    ``compiler.runtime.execute``, with a progress line per VTA segment); (simulated cycles,
-    CPU seconds and wall seconds of the whole inference, and of each VTA segment (name ->
-    (cycles, CPU seconds)))."""
-    from compiler.cpu import run_cpu_segment
+    """Run the whole inference on the RTL, segment by segment (with a progress line per VTA
+    segment); (simulated cycles, CPU seconds and wall seconds of the whole inference, and of
+    each VTA segment (name -> (cycles, CPU seconds)))."""
     from compiler.emit import run_linked
     from compiler.runtime import RunStats
     rtl = _built_rtl(model)
-    values = {"data": x}
-    vta = [s for s in model.segments if s.target == "vta"]
-    cycles, done, start, wall, per = 0, 0, _cpu(), time.perf_counter(), {}
-    for seg in model.segments:
-        args = [values[n] for n in seg.inputs]
-        info = model.tensors[seg.output]
-        if seg.target == "vta":
-            arrays = {"data": args[0]}
-            if seg.op.residual:
-                arrays["residual"] = args[1]
-            stats, t = RunStats(), _cpu()
-            values[seg.output] = run_linked(seg.image, arrays, rtl, stats).reshape(info.shape)
-            per[seg.name] = (stats.cycles, _cpu() - t)
-            cycles += stats.cycles
-            done += 1
-            print(f"  RTL segment {done}/{len(vta)} {seg.name}: {stats.cycles:,} cycles; "
-                  f"{cycles:,} cycles in {_cpu() - start:.0f} CPU s so far", flush=True)
-        else:
-            values[seg.output] = (cpu.run(seg, args, info.shape, info.dtype) if seg.name in cpu
-                                  else run_cpu_segment(seg, args))
+    total = sum(1 for s in model.segments if s.target == "vta")
+    so_far, per = {"segments": 0, "cycles": 0}, {}
+    start, wall = _cpu(), time.perf_counter()
+
+    def on_rtl(seg, arrays):
+        stats, t = RunStats(), _cpu()
+        out = run_linked(seg.image, arrays, rtl, stats)
+        per[seg.name] = (stats.cycles, _cpu() - t)
+        so_far["segments"] += 1
+        so_far["cycles"] += stats.cycles
+        print(f"  RTL segment {so_far['segments']}/{total} {seg.name}: {stats.cycles:,} cycles; "
+              f"{so_far['cycles']:,} cycles in {_cpu() - start:.0f} CPU s so far", flush=True)
+        return out
+    values = _walk(model, x, cpu, on_rtl)
     spent, wall = _cpu() - start, time.perf_counter() - wall
     out = values[model.outputs[0]]
     assert np.array_equal(out, expected), "RTL and functional simulator disagree"
-    return cycles, spent, wall, per
+    return so_far["cycles"], spent, wall, per
 
 
 def main(argv=None) -> int:

@@ -152,12 +152,16 @@ def _compile(args) -> int:
     if args.tune:
         from .tuning import tune_module
         schedules = tune_module(mod, params, cfg, log=print)
-    model = compile_module(mod, params, cfg, schedules)
+    from .model_cli import Progress
+    model = compile_module(mod, params, cfg, schedules, Progress())
     save_binary(args.out, model)
     vta = sum(1 for s in model.segments if s.target == "vta")
     share = model.vta_macs / model.macs if model.macs else 0.0
     print(f"{args.out}: {vta} VTA and {len(model.segments) - vta} CPU segments for {cfg.name} "
           f"({cfg.key}); {share:.1%} of the MACs on VTA")
+    if model.macs and not model.vta_macs and not args.calibrate:
+        print(f"  (VTA runs int8 conv2d/dense: a float model runs on the CPU unless --calibrate "
+              f"DATA.npz quantises it; docs/models.md)")
     return EXIT_OK
 
 
@@ -167,12 +171,12 @@ def _quantised(args):
 
     from relay.quantize import QConfig
 
-    from .model_cli import quantize_model
+    from .model_cli import Progress, quantize_model
     start = time.perf_counter()
     print(f"importing and quantising {args.model} with {args.calibrate} ...", flush=True)
     q = quantize_model(args.model, args.calibrate, args.params,
                       QConfig(per_channel=args.per_channel, skip_ops=tuple(args.skip_op),
-                              skip_layers=tuple(args.skip_layer)))
+                              skip_layers=tuple(args.skip_layer)), progress=Progress())
     print(f"  int8 program in {time.perf_counter() - start:.1f} s; {q.report} (agreement "
           f"with float on the calibration data)", flush=True)
     return q.mod

@@ -290,11 +290,17 @@ def _workload_key(op: ConvOp) -> str:
     return workload_key(op)
 
 
-def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None
+def _is_vta_call(n) -> bool:
+    return (isinstance(n, Call) and isinstance(n.op, Function)
+            and n.op.attrs.get("Compiler") == "vta")
+
+
+def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None, progress=None
                 ) -> CompiledModel:
     """Segments of a partitioned ``@main``, in execution order. Guarantees: every operator call
     of ``@main`` is in exactly one segment; VTA operators get a schedule (``schedules`` maps
-    workload keys to tuned ones, the cost model's choice otherwise) and their program."""
+    workload keys to tuned ones, the cost model's choice otherwise) and their program.
+    ``progress("compile", done, total)`` after each VTA operator."""
     b = _Builder(cfg, schedules)
     b.vta_of, b.packed_in, b.packed_shape4 = {}, {}, {}
     inputs = []
@@ -307,7 +313,9 @@ def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None
         inputs.append(b.tensors[p.name_hint])
     body = main.body
     roots = list(body.fields) if isinstance(body, Tuple) else [body]
-    for n in dataflow_order(body):
+    order = dataflow_order(body)
+    done, total = 0, sum(1 for n in order if _is_vta_call(n))
+    for n in order:
         if isinstance(n, (Var, Constant, Op, Function)) or n is body and isinstance(n, Tuple):
             if isinstance(n, Var) and id(n) not in b.plain:
                 raise UnsupportedOperator(f"free variable %{n.name_hint}")
@@ -316,6 +324,9 @@ def build_graph(main: Function, cfg: VTAConfig, schedules: dict | None = None
             if n.op.attrs.get("Compiler") != "vta":
                 raise UnsupportedOperator("calls of local functions are not supported; inline them")
             b.vta(n)
+            done += 1
+            if progress:
+                progress("compile", done, total)
         elif isinstance(n, Call) and isinstance(n.op, Op):
             if not isinstance(n.checked_type, TensorType):
                 continue        # a tuple result: compiled with its projections

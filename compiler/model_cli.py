@@ -15,12 +15,14 @@ import contextlib
 import logging
 import os
 import stat
+import sys
+import time
 import warnings
 from pathlib import Path
 
 from isa.errors import EXIT_OK, InputError
 
-__all__ = ["register", "import_model", "quantize_model", "check_model_file"]
+__all__ = ["register", "import_model", "quantize_model", "check_model_file", "Progress"]
 
 #: Largest model file read (a protobuf is at most 2 GiB; a .pt2 archive holds its weights).
 MAX_MODEL_BYTES = 4 << 30
@@ -35,7 +37,8 @@ def register(subparsers) -> None:
                     "weight; the weights are saved in an .npz keyed by parameter name, for `vta "
                     "relay run FILE --params PARAMS.npz --input NAME=ARRAY.npy`. Exit status: 0 "
                     "done, 1 the model uses an unsupported operator or attribute, 2 bad usage or "
-                    "an unreadable model (nothing is written), 3 a bug.",
+                    "an unreadable model (nothing is written), 3 a bug, 5 the onnx or torch "
+                    "package (an optional extra) is not installed.",
         epilog="example: vta import resnet.onnx -o resnet.rly --params-out resnet.npz",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", type=Path, metavar="MODEL", help="the model file (.onnx or .pt2)")
@@ -55,8 +58,10 @@ def register(subparsers) -> None:
                     "accumulation, requantisation by rounding shift (half up) and clip. Batch "
                     "norm is folded into the layer before it. Prints the agreement of the int8 "
                     "program with the float model on the calibration data. Exit status: 0 done, "
-                    "1 unsupported model, 2 bad usage or input file (nothing is written), 3 a "
-                    "bug.",
+                    "1 unsupported model, or one whose integer form does not fit int32 (the "
+                    "message names the layer and the --skip-layer/--skip-op that keep it in "
+                    "float), 2 bad usage or input file (nothing is written), 3 a bug, 5 the onnx "
+                    "or torch package is not installed.",
         epilog="example: vta quantize digits.onnx --calibrate calibration.npz -o digits.int8.rly\n"
                "calibration.npz holds, for each input NAME of the model, S samples stacked on a "
                "new first axis: shape (S, *input shape).",
@@ -137,6 +142,35 @@ def _quiet_frontends(model):
                 lg.setLevel(level)
 
 
+class Progress:
+    """The ``progress(stage, done, total)`` callback of the quantiser and the compiler, shown on
+    ``out``: on a terminal one line per stage, rewritten as it advances; elsewhere (a log) one
+    line when the stage ends."""
+
+    LABELS = {"calibrate": "calibration samples run in float",
+              "agreement": "samples compared, int8 against float",
+              "compile": "VTA operators compiled"}
+
+    def __init__(self, out=None):
+        self.out = sys.stdout if out is None else out
+        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self.start = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        start = self.start.setdefault(stage, time.perf_counter())
+        label = self.LABELS.get(stage, stage)
+        line = f"  {label}: {done}/{total}"
+        if done >= total:
+            line += f" ({time.perf_counter() - start:.1f} s)"
+        if self.tty:
+            self.out.write("\r" + line + ("\n" if done >= total else ""))
+        elif done >= total:
+            self.out.write(line + "\n")
+        else:
+            return
+        self.out.flush()
+
+
 def _write_error(exc: OSError, path) -> InputError:
     return InputError(f"cannot write {path}: {exc.strerror or exc}")
 
@@ -176,10 +210,11 @@ def _import(args) -> int:
 
 
 # ------------------------------------------------------------------------------ vta quantize
-def quantize_model(model, calibrate, params=None, config=None, shapes=None):
+def quantize_model(model, calibrate, params=None, config=None, shapes=None, progress=None):
     """Import ``model`` (.onnx, .pt2, or .rly with the ``params`` .npz) and quantise it with the
     calibration .npz ``calibrate``, every file read safely: the one step `vta quantize` and
-    `vta compile --calibrate` take. Returns relay's ``Quantized``."""
+    `vta compile --calibrate` take (``progress``: e.g. a :class:`Progress`). Returns relay's
+    ``Quantized``."""
     from relay.quantize.cli import quantize_file
     check_model_file(model)
     weights = params            # relay refuses --params for a model that carries its weights
@@ -187,7 +222,7 @@ def quantize_model(model, calibrate, params=None, config=None, shapes=None):
         weights = _arrays(params, "weights")
     samples = _arrays(calibrate, "calibration data")
     with _quiet_frontends(model):
-        return quantize_file(model, samples, weights, config, shapes)
+        return quantize_file(model, samples, weights, config, shapes, progress)
 
 
 def _quantize(args) -> int:
@@ -200,7 +235,7 @@ def _quantize(args) -> int:
                      skip_layers=tuple(args.skip_layer))
     try:
         q = quantize_model(args.model, args.calibrate, args.params, config,
-                           parse_shapes(args.shape))
+                           parse_shapes(args.shape), Progress())
     except RelayTypeError as exc:     # an ill-typed .rly model is an invalid input file here
         raise InputError(str(exc)) from None
     text = q.mod.astext()

@@ -121,19 +121,18 @@ class ConvOp:
 
 
 def merge_constant_adds(steps: tuple, consts: tuple) -> tuple[tuple, tuple]:
-    """Pass: an ``ADD`` of a per-channel constant next to an immediate ``ADD`` (a bias and the
-    rounding term of a shift) becomes one ``ADD`` of their sum. Guarantees the same int32
-    results (both adds wrap, so they commute) with one ALU pass less; constants are renumbered
-    in order of use, unused ones dropped."""
+    """Pass: an ``ADD`` of a per-channel constant next to an immediate ``ADD`` or another
+    per-channel ``ADD`` (a bias and the rounding term of a shift) becomes one ``ADD`` of their
+    sum. Guarantees the same int32 results (both adds wrap, so they commute) with one ALU pass
+    less; constants are renumbered in order of use, unused ones dropped."""
     steps, consts = list(steps), [np.asarray(c, np.int32) for c in consts]
     i = 0
     while i + 1 < len(steps):
         a, b = steps[i], steps[i + 1]
-        pair = {a.alu, b.alu} == {"ADD"} and (a.const is None) != (b.const is None) and \
-            (a.imm is None) != (b.imm is None)
-        if pair:
-            k, v = (a.const, b.imm) if a.const is not None else (b.const, a.imm)
-            consts.append((consts[k].astype(np.int64) + v).astype(np.int32))   # wraps
+        adds = a.alu == b.alu == "ADD" and not (a.residual or b.residual)
+        if adds and (a.const is not None or b.const is not None):
+            va, vb = (consts[t.const].astype(np.int64) if t.const is not None else t.imm for t in (a, b))
+            consts.append((va + vb).astype(np.int32))   # wraps
             steps[i:i + 2] = [TailOp("ADD", const=len(consts) - 1)]
         else:
             i += 1
@@ -276,30 +275,39 @@ def offset_for_init(op: "ConvOp") -> "ConvOp":
     return op
 
 
-def sink_max(steps: tuple) -> tuple:
+def sink_max(steps: tuple, consts: tuple = ()) -> tuple:
     """Pass (valid only when the tail cannot wrap, see :func:`tail_ranges`): an immediate
-    ``MAX a`` moves after a following ``ADD c`` (becoming ``MAX a + c``) or ``SHR s`` (becoming
-    ``MAX a >> s``), both monotone. Guarantees the same results; relu before a rounding shift
-    then meets the bias (``merge_constant_adds``) and the clip (``simplify_tail``): two ALU
-    passes fewer for the quantiser's ``bias, relu, +r, >> s, clip``."""
+    ``MAX a`` moves after the ``ADD`` and ``SHR`` steps that follow it (both monotone, so
+    ``max(x, a) + c == max(x + c, a + c)`` and likewise for a shift), becoming ``MAX b`` with
+    ``b`` the bound carried along, as far as ``b`` is one 16-bit number for every channel: over
+    immediates always, over per-channel constants where they agree again (relu's 0 through a
+    per-channel rounding ``ADD 2^(s-1)`` and ``SHR s`` is 0 in every channel). Guarantees the same
+    results; relu before a rounding shift then meets the bias (``merge_constant_adds``) and the
+    clip (``simplify_tail``): two ALU passes fewer for the quantiser's ``bias, relu, +r, >> s,
+    clip``, with scalar or per-channel shifts."""
     steps = list(steps)
-    moved = True
-    while moved:
-        moved = False
-        for i in range(len(steps) - 1):
-            a, b = steps[i], steps[i + 1]
-            if a.alu != "MAX" or a.imm is None or b.imm is None:
-                continue
-            if b.alu == "ADD":
-                new = a.imm + b.imm
-            elif b.alu == "SHR" and b.imm >= 0:
-                new = a.imm >> b.imm
-            else:
-                continue
-            if not -(1 << 15) <= new < (1 << 15):
-                continue
-            steps[i], steps[i + 1] = b, TailOp("MAX", imm=new)
-            moved = True
+    i = 0
+    while i < len(steps):
+        a = steps[i]
+        if a.alu != "MAX" or a.imm is None:
+            i += 1
+            continue
+        bound, best = np.int64(a.imm), None
+        for j in range(i + 1, len(steps)):
+            b = steps[j]
+            if b.alu not in ("ADD", "SHR") or b.residual:
+                break
+            operand = b.imm if b.imm is not None else np.asarray(consts[b.const], np.int64)
+            if b.alu == "SHR" and np.min(operand) < 0:
+                break
+            bound = bound + operand if b.alu == "ADD" else bound >> operand
+            values = np.unique(bound)
+            if values.size == 1 and -(1 << 15) <= values[0] < (1 << 15):
+                best = (j, int(values[0]))
+        if best is not None:
+            j, new = best
+            steps[i:j + 1] = steps[i + 1:j + 1] + [TailOp("MAX", imm=new)]
+        i += 1
     return tuple(steps)
 
 

@@ -374,7 +374,7 @@ def _finish(tail: _Tail, weight: np.ndarray | None = None) -> tuple[tuple, tuple
     interval analysis from the int8 ``weight`` proves that nothing wraps)."""
     steps, consts = tuple(tail.steps), tuple(tail.consts)
     if weight is not None and tail_ranges(steps, consts, *accumulator_bounds(weight)):
-        steps = sink_max(steps)
+        steps = sink_max(steps, consts)
     steps, consts = merge_constant_adds(steps, consts)
     return simplify_tail(steps), consts
 

@@ -31,8 +31,9 @@ class VTACore(wiring.Component):
 
     Control: a ``launch`` pulse in cycle *L* clears all control state (buffers keep their
     contents) and starts fetch in *L* + 1. See docs/hardware.md for the exact end of a run:
-    ``done`` rises after FINISH retires (and fetch is quiet), or after an error once no burst
-    is outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.
+    ``done`` rises after FINISH retires (and fetch is quiet), or after an error once the
+    arbiter is halted (a register: from the cycle after the error) and no burst is
+    outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.
     ``error_code``/``error_index`` hold the error (ErrorCode). Errors raised by the core itself:
     DEADLOCK (fetch can dispatch nothing more and every module is idle with an empty queue or
     blocked on a token, not all empty) and MISSING_FINISH (every instruction dispatched, all
@@ -132,6 +133,7 @@ class VTACore(wiring.Component):
         mod_index = Signal(INDEX_BITS)
         halt_modules = Signal()
         failed = Signal()
+        arb_halt = Signal()
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
@@ -146,7 +148,11 @@ class VTACore(wiring.Component):
         m.d.comb += [fetch.halt.eq(fetch_err | core_err_latched | done),
                      fetch.dram_size.eq(self.dram_size),
                      fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count),
-                     fetch.start.eq(go), arb.halt.eq(failed | done)]
+                     fetch.start.eq(go), arb.halt.eq(arb_halt)]
+        # The arbiter's halt is a register (one cycle after the failure): ``failed`` depends on
+        # the fetch buffer's head decode, and that path must not reach the memory port
+        # (docs/hardware.md §6, §12). ``done`` waits for it so that no grant is in flight.
+        m.d.sync += arb_halt.eq(failed | done)
         with m.If(go):
             m.d.sync += running.eq(1)
 
@@ -203,7 +209,7 @@ class VTACore(wiring.Component):
         with m.If(running & compute.finish & ~best_valid):
             m.d.sync += finish_seen.eq(1)
         with m.If(running & ~done):
-            with m.If(failed & arb.idle):
+            with m.If(failed & arb_halt & arb.idle):
                 m.d.sync += done.eq(1)
             with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
                 m.d.sync += done.eq(1)

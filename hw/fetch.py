@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
@@ -63,7 +63,16 @@ class FetchModule(wiring.Component):
         cfg = self._cfg
         per, depth = fetch_buffer_depth(cfg)
         m.submodules.reader = reader = DmaReader(cfg, elem_bytes=16, count_bits=32)
-        m.submodules.buf = buf = SyncFIFO(width=128, depth=depth)
+        # Each buffer entry carries the instruction and its decode (queue, field error), made
+        # as it enters: the dispatch point reads them from the entry, so no decode logic lies
+        # between the buffer's read pointer and dispatch, the core's failure and the memory
+        # arbiter's halt (docs/hardware.md §12). Timing is unchanged.
+        entry = data.StructLayout({"word": 128, "target": range(3), "illegal": 1,
+                                   "code": ERR_BITS})
+        m.submodules.buf = buf = SyncFIFO(width=entry.size, depth=depth)
+        w_entry = Signal(entry)
+        r_entry = Signal(entry)
+        m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         running = Signal()
         # Bursts requested and not yet complete: each may bring up to P instructions, so a
@@ -75,22 +84,36 @@ class FetchModule(wiring.Component):
             reader.addr.eq(self.insn_addr), reader.count.eq(self.insn_count),
             reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
             reader.issue_ok.eq(running & (buf.level + inflight * per <= depth - per)),
-            buf.w_data.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
+            w_entry.word.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
             rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
             rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
         ]
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
-        head = Signal(mem_insn())
-        m.d.comb += head.eq(buf.r_data)
         index = Signal(INDEX_BITS)
-        m.d.comb += [self.q_data.word.eq(buf.r_data), self.q_data.index.eq(index)]
+        m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
+        # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
+        # other bits is a combinational loop at signal level, which Verilator does not settle.)
+        target_w, illegal_w, code_w = self._decode(m, reader.out.payload)
+        m.d.comb += [w_entry.target.eq(target_w), w_entry.illegal.eq(illegal_w),
+                     w_entry.code.eq(code_w)]
+        target, illegal, illegal_code = r_entry.target, r_entry.illegal, r_entry.code
+        rdy = Signal()
+        m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
+                           | self.q_rdy[2] & (target == 2))
+        self._control(m, reader, buf, running, index, illegal, illegal_code, rdy, target)
+        return m
 
-        target = Signal(range(3))
-        illegal = Signal()
-        illegal_code = Signal(ERR_BITS)
+    def _decode(self, m, word):
+        """(queue, field error?, its code) of the instruction ``word``, combinationally, the
+        checks in the functional simulator's order."""
+        cfg = self._cfg
+        head = Signal(mem_insn())
         hg = Signal(gemm_insn(cfg))
         ha = Signal(alu_insn(cfg))
-        m.d.comb += [hg.eq(buf.r_data), ha.eq(buf.r_data)]
+        m.d.comb += [head.eq(word), hg.eq(word), ha.eq(word)]
+        target = Signal(range(3), name="decode_target")
+        illegal = Signal(name="decode_illegal")
+        illegal_code = Signal(ERR_BITS, name="decode_code")
         pads = Signal()
         m.d.comb += pads.eq((head.y_pad_0 != 0) | (head.y_pad_1 != 0) | (head.x_pad_0 != 0)
                             | (head.x_pad_1 != 0))
@@ -135,9 +158,10 @@ class FetchModule(wiring.Component):
                 pass
             with m.Default():
                 bad(ErrorCode.ILLEGAL_OPCODE)
-        rdy = Signal()
-        m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
-                           | self.q_rdy[2] & (target == 2))
+        return target, illegal, illegal_code
+
+    def _control(self, m, reader, buf, running, index, illegal, illegal_code, rdy, target):
+        """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED."""
         insn_end = Signal(40)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
 
@@ -176,4 +200,3 @@ class FetchModule(wiring.Component):
                 m.d.comb += [self.quiet.eq(1), self.all_dispatched.eq(1)]
             with m.State("STOPPED"):
                 m.d.comb += self.quiet.eq(1)
-        return m

@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from isa.config import VTAConfig
 
 __all__ = ["ADDR_BITS", "LEN_BITS", "MemPortSignature", "MemArbiter", "CLIENTS",
-           "READ_CLIENTS"]
+           "READ_CLIENTS", "StreamSlice", "MemPortSlice"]
 
 ADDR_BITS = 32
 LEN_BITS = 8
@@ -85,7 +85,8 @@ class MemArbiter(wiring.Component):
     added latency); its handshake sets ``ptr`` to the next client, so a client waits for at
     most two other commands (no starvation). The granted client's number is queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
-    popped with the ``last`` beat's handshake. Writes: the store's ``wcmd`` (while ``halt`` is
+    popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
+    register, so ``rd.valid`` reaches the client through one gate). Writes: the store's ``wcmd`` (while ``halt`` is
     low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
     or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
     """
@@ -145,14 +146,21 @@ class MemArbiter(wiring.Component):
                          ptr.eq(_wrap_inc(winner, n))]
         with m.If(rd_done):
             m.d.sync += head.eq(_wrap_inc(head, depth))
-        m.d.sync += reads.eq(reads + rcmd_fire - rd_done)
 
-        # Read data to the client at the head of the queue.
-        owner = Signal(2)
-        m.d.comb += owner.eq(tags[head])
+        # Read data to the client at the head of the queue. Which client that is (none while
+        # no read is in flight) is kept one-hot in a register, set from the next state of the
+        # queue, so the memory's ``rd.valid`` passes one AND gate to the client.
+        owner = Signal(n)
+        head_next = Signal(range(depth))
+        reads_next = Signal(range(depth + 1))
+        next_tag = Signal(2)
+        m.d.comb += [head_next.eq(Mux(rd_done, _wrap_inc(head, depth), head)),
+                     reads_next.eq(reads + rcmd_fire - rd_done),
+                     next_tag.eq(Mux(rcmd_fire & (tail == head_next), winner, tags[head_next]))]
+        m.d.sync += [reads.eq(reads_next), owner.eq(Mux(reads_next != 0, 1 << next_tag, 0))]
         for i in range(n):
             m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)
-            with m.If((owner == i) & (reads != 0)):
+            with m.If(owner[i]):
                 m.d.comb += [readers[i].rd.valid.eq(self.mem.rd.valid),
                              self.mem.rd.ready.eq(readers[i].rd.ready)]
 
@@ -167,4 +175,59 @@ class MemArbiter(wiring.Component):
         wcmd_fire = Signal()
         m.d.comb += wcmd_fire.eq(self.mem.wcmd.valid & self.mem.wcmd.ready)
         m.d.sync += writes.eq(writes + wcmd_fire - self.mem.wr_ack)
+        return m
+
+
+class StreamSlice(wiring.Component):
+    """A register slice (skid buffer) on one stream: every output is a register.
+
+    ``o.valid``/``o.payload`` come from the main register, ``i.ready`` is high while the skid
+    register is empty, so no combinational path crosses the slice in either direction. A beat
+    handed over on ``i`` in cycle *t* is offered on ``o`` from *t* + 1; one beat per cycle
+    passes while ``o`` is ready (back to back, no bubble).
+    """
+
+    def __init__(self, layout):
+        super().__init__({"i": In(stream.Signature(layout)), "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i, self.o
+        skid = Signal.like(i.payload)
+        skid_valid = Signal()
+        m.d.comb += i.ready.eq(~skid_valid)
+        with m.If(o.ready | ~o.valid):              # the main register moves
+            with m.If(skid_valid):
+                m.d.sync += [o.payload.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
+            with m.Else():
+                m.d.sync += [o.payload.eq(i.payload), o.valid.eq(i.valid)]
+        with m.Elif(i.valid & ~skid_valid):         # the main register holds: park the beat
+            m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]
+        return m
+
+
+class MemPortSlice(wiring.Component):
+    """The memory port through registers: ``up`` (from the core) to ``down`` (to a memory).
+
+    ``rcmd``, ``wcmd``, ``wr`` and ``rd`` each pass a :class:`StreamSlice` (one cycle later,
+    full throughput); ``wr_ack`` is registered (one cycle later). The protocol holds on both
+    sides: the slice only delays, it never reorders. A board puts it between the core and its
+    memory so that no path runs from the core's arbiter into the memory's block RAM.
+    """
+
+    def __init__(self, cfg: VTAConfig):
+        self._cfg = cfg
+        super().__init__({"up": In(MemPortSignature(cfg)), "down": Out(MemPortSignature(cfg))})
+
+    def elaborate(self, platform):
+        m = Module()
+        for name, src, dst in (("rcmd", self.up, self.down), ("wcmd", self.up, self.down),
+                               ("wr", self.up, self.down), ("rd", self.down, self.up)):
+            up_s, down_s = getattr(src, name), getattr(dst, name)
+            m.submodules[name] = sl = StreamSlice(up_s.payload.shape())
+            m.d.comb += [sl.i.valid.eq(up_s.valid), sl.i.payload.eq(up_s.payload),
+                         up_s.ready.eq(sl.i.ready),
+                         down_s.valid.eq(sl.o.valid), down_s.payload.eq(sl.o.payload),
+                         sl.o.ready.eq(down_s.ready)]
+        m.d.sync += self.up.wr_ack.eq(self.down.wr_ack)
         return m

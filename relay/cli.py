@@ -165,7 +165,9 @@ def _run(args):
                          f"its parameters are {', '.join(params) or 'none'}")
     missing = [p for p in params if p not in given]
     if missing:
-        raise _UserError(f"missing --input for parameter(s) {', '.join(missing)}")
+        hint = "" if getattr(args, "params", None) else (
+            " (weights, such as those `vta import` wrote, go in with --params PARAMS.npz)")
+        raise _UserError(f"missing --input for parameter(s) {', '.join(missing)}{hint}")
     values = []
     for p in main.params:
         v = given[p.name_hint]

@@ -583,3 +583,54 @@ def _strided_slice_grad(args, out, g, attrs, types):
         lo, hi, _ = slice(b, e).indices(t.shape[a])
         width[a] = [lo, t.shape[a] - max(hi, lo)]
     return [op_call("nn.pad", g, pad_width=width)]
+
+
+def _along_last(x, axis, ndim, matrix):
+    """``x`` with its ``axis`` multiplied by the constant ``matrix`` (``y[..., j] = sum_i
+    x[..., i] * matrix[i, j]`` along that axis), as transpose, nn.matmul, transpose."""
+    perm = [a for a in range(ndim) if a != axis] + [axis]
+    back = list(np.argsort(perm))
+    y = op_call("nn.matmul", op_call("transpose", x, axes=perm), Constant(matrix))
+    return op_call("transpose", y, axes=[int(a) for a in back])
+
+
+@register_gradient("image.resize2d")
+def _resize2d_grad(args, out, g, attrs, types):
+    """Nearest neighbour copies input pixels: ``y = R x C^T`` with one-hot row and column
+    selections (the kernel's own ``nearest_index``), so ``dx = R^T g C``."""
+    from .op._common import pair
+    from .op.image import nearest_index
+    t = types[0]
+    oh, ow = pair(attrs["size"], "size")
+    sh, sw = attrs["scale"] if attrs.get("scale") is not None else (None, None)
+    mode, rnd = attrs["coordinate_transformation_mode"], attrs["rounding_method"]
+    rows = nearest_index(t.shape[2], oh, mode, rnd, sh)
+    cols = nearest_index(t.shape[3], ow, mode, rnd, sw)
+    r = np.zeros((t.shape[2], oh), t.dtype)
+    r[rows, np.arange(oh)] = 1
+    c = np.zeros((ow, t.shape[3]), t.dtype)
+    c[np.arange(ow), cols] = 1
+    return [op_call("nn.matmul", op_call("nn.matmul", Constant(r), g), Constant(c))]
+
+
+@register_gradient("nn.lrn")
+def _lrn_grad(args, out, g, attrs, types):
+    """``y = x d^-b`` with ``d = k + a/n S(x^2)``, ``S`` the window sum over channels (a band
+    matrix, the kernel's window): ``dx = g d^-b - 2 b a/n x S^T(g x d^(-b-1))``."""
+    (x,), t = args, types[0]
+    axis, n = attrs["axis"] % t.ndim, attrs["size"]
+    lo, hi = (n - 1) // 2, n // 2
+    ch = np.arange(t.shape[axis])
+    band = ((ch[None, :] >= ch[:, None] - lo) & (ch[None, :] <= ch[:, None] + hi)).astype(t.dtype)
+
+    def scalar(v):
+        return Constant(np.asarray(v, t.dtype))
+    # band[c, c'] = 1 where channel c's window holds c': S v = v @ band^T along the axis.
+    d = op_call("add", scalar(attrs["bias"]), op_call(
+        "multiply", scalar(attrs["alpha"] / n),
+        _along_last(op_call("multiply", x, x), axis, t.ndim, np.ascontiguousarray(band.T))))
+    direct = op_call("multiply", g, op_call("power", d, scalar(-attrs["beta"])))
+    inner = op_call("multiply", op_call("multiply", g, x), op_call("power", d, scalar(-attrs["beta"] - 1)))
+    through_d = op_call("multiply", scalar(2 * attrs["beta"] * attrs["alpha"] / n),
+                        op_call("multiply", x, _along_last(inner, axis, t.ndim, band)))
+    return [op_call("subtract", direct, through_d)]

@@ -529,28 +529,12 @@ class FunctionalSimulator:
         first destination write the same rows: their input rows side by side times their
         weight blocks stacked is one matrix product, in float32 or float64 (int8 products summed
         exactly), added to the int32 accumulators mod 2^32."""
-        first = d[0]
-        order = np.argsort(first, kind="stable")
-        f = first[order]
-        starts = np.flatnonzero(f[1:] != f[:-1]) + 1
+        # Ragged groups (a convolution's edge rows skip taps) are padded to the largest with
+        # copies of their first column whose weight block is zeroed below, so that one batched
+        # product still covers all of them (adding exact zeros).
+        g, valid = _column_groups(d[0])
+        n, size = g.shape
         b, o, k = self.cfg.batch, self.cfg.block_out, self.cfg.block_in
-        n = starts.size + 1
-        size = order.size // n
-        if n * size == order.size and (n == 1 or np.all(starts == np.arange(1, n) * size)):
-            g, valid = order.reshape(n, size), None     # groups of one size (the usual case)
-        else:
-            starts = np.concatenate(([0], starts))
-            sizes = np.diff(starts, append=order.size)
-            size = int(sizes.max())
-            # Ragged groups (a convolution's edge rows skip taps): pad each group to the
-            # largest with copies of its first column whose weight block is zeroed, so that
-            # one batched product still covers all of them (adding exact zeros).
-            group = np.repeat(np.arange(n), sizes)
-            pos = np.arange(order.size) - starts[group]
-            g = np.repeat(order[starts][:, None], size, axis=1)
-            g[group, pos] = order
-            valid = np.zeros((n, size), bool)
-            valid[group, pos] = True
         # float32 is exact while every partial sum is an integer below 2^24 in magnitude.
         exact = np.float32 if size * k * _INT8_PRODUCT_MAX <= 1 << 24 else np.float64
         x = self.inp[s[:, g].transpose(1, 0, 2)]                 # (n, L, G, batch, block_in)

@@ -1,6 +1,7 @@
 """The ``vta`` command: asm/disasm/config round trips, the demo, errors without tracebacks."""
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,34 @@ def test_model_demo_matches_the_interpreter_on_a_small_config():
     text = out.getvalue()
     assert "VTA == Relay interpreter (int8 program) on 4/4" in text
     assert "100.0 % of MACs on VTA" in text and "all checks passed" in text
+
+
+def test_model_demo_on_the_cycle_simulator_and_the_rtl():
+    """`SIM=cycle make sim` and `SIM=rtl make sim`: the same checks, and the per-layer table
+    with cycles and GEMM utilisation; the RTL's cycles are the cycle simulator's."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("sklearn")
+    from driver.backends import BackendUnavailable, get_backend
+    from vta.demo_model import run_model_demo
+
+    tables = {}
+    for backend in ("cycle", "rtl"):
+        if backend == "rtl":
+            try:
+                get_backend("rtl")
+            except BackendUnavailable as exc:
+                pytest.skip(f"rtl backend unavailable: {exc}")
+        out = io.StringIO()
+        assert run_model_demo(backend, "small", images=2, out=out) == 0
+        text = out.getvalue()
+        assert f"2 held-out images on {backend}: VTA == Relay interpreter (int8 program) on 2/2" in text
+        assert "all checks passed" in text
+        rows = re.findall(r"^  (vta\d+) +vta +[\d,]+ +([\d,]+) +([\d.]+) %", text, re.M)
+        assert len(rows) == 4 and all(int(c.replace(",", "")) > 0 for _, c, _ in rows)
+        total = int(re.search(r"total VTA cycles ([\d,]+)", text).group(1).replace(",", ""))
+        assert total == sum(int(c.replace(",", "")) for _, c, _ in rows)
+        tables[backend] = rows
+    assert tables["rtl"] == tables["cycle"]
 
 
 def test_console_entry_point_help():

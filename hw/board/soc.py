@@ -16,6 +16,7 @@ from isa.config import VTAConfig
 from ..axi import AxiLiteSignature
 from ..core import COUNTERS, VTACore
 from ..csr import ControlRegisters
+from ..memport import MemPortSlice
 from .bridge import UartBridge, WordBusSignature
 from .onchip import OnChipMemory
 
@@ -117,7 +118,11 @@ class BoardSoC(wiring.Component):
             mem_ready = 1
         m.submodules.bridge = bridge = UartBridge(self._divisor, self._timeout)
         m.submodules.to_csr = to_csr = WordBusToAxiLite()
-        wiring.connect(m, core.mem, mem.port)
+        # A register slice between the core and its memory: no path from the core's arbiter
+        # reaches the memory's block RAM or the host's arbitration (§12 of docs/hardware.md).
+        m.submodules.mem_slice = mem_slice = MemPortSlice(cfg)
+        wiring.connect(m, core.mem, mem_slice.up)
+        wiring.connect(m, mem_slice.down, mem.port)
         wiring.connect(m, to_csr.axil, csr.bus)
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
                      core.launch.eq(csr.launch), core.insn_addr.eq(csr.insn_addr),

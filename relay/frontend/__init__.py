@@ -4,9 +4,9 @@ Each returns ``(IRModule, params)``: ``@main`` takes the model's inputs and then
 per weight; ``params`` maps those parameter names to numpy arrays.  ``onnx`` and ``torch`` are
 optional packages, imported only when a model of theirs is converted.
 """
-from .common import FrontendError, UnsupportedOperator
+from .common import FrontendError, MissingPackage, UnsupportedOperator
 
-__all__ = ["FrontendError", "UnsupportedOperator", "from_onnx", "load_onnx", "from_pytorch", "load_pytorch",
+__all__ = ["FrontendError", "UnsupportedOperator", "MissingPackage", "from_onnx", "load_onnx", "from_pytorch", "load_pytorch",
            "load_model"]
 
 

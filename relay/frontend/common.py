@@ -20,7 +20,7 @@ from ..ir import Constant, Function, IRModule, Tuple, TupleGetItem, Var, op_call
 from ..op.registry import NotReady, RelationError, get_op, get_relation
 from ..ty import TensorType, TupleType
 
-__all__ = ["FrontendError", "UnsupportedOperator", "Const", "GraphBuilder", "relay_name"]
+__all__ = ["FrontendError", "UnsupportedOperator", "MissingPackage", "Const", "GraphBuilder", "relay_name"]
 
 
 class FrontendError(Exception):
@@ -33,6 +33,12 @@ class UnsupportedOperator(FrontendError):
     """The model uses an operator or attribute the frontend does not support."""
 
     exit_code = 1   # the `vta` command's code for a rejected model
+
+
+class MissingPackage(FrontendError):
+    """An optional package the frontend needs (onnx, torch) is not installed."""
+
+    exit_code = 5   # the `vta` command's code for what is not available on this machine
 
 
 @dataclass(frozen=True, eq=False)

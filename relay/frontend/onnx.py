@@ -17,7 +17,7 @@ import numpy as np
 
 from ..op.registry import get_op
 from ..typecheck import RelayTypeError, check_module
-from .common import Const, FrontendError, GraphBuilder, UnsupportedOperator
+from .common import Const, FrontendError, GraphBuilder, MissingPackage, UnsupportedOperator
 
 __all__ = ["from_onnx", "load_onnx", "SUPPORTED_OPS", "MIN_OPSET"]
 
@@ -29,8 +29,9 @@ def _onnx():
     try:
         import onnx
     except ImportError:
-        raise FrontendError("the onnx package is needed to import ONNX models: "
-                            "pip install 'vta-py[onnx]'") from None
+        raise MissingPackage("the onnx package is needed to import ONNX models (.onnx): install "
+                             "the optional extra with pip install -e '.[onnx]' in the vta-py "
+                             "checkout") from None
     return onnx
 
 

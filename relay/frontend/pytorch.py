@@ -18,7 +18,7 @@ import numpy as np
 
 from ..op.registry import get_op
 from ..typecheck import RelayTypeError, check_module
-from .common import Const, FrontendError, GraphBuilder, UnsupportedOperator
+from .common import Const, FrontendError, GraphBuilder, MissingPackage, UnsupportedOperator
 
 __all__ = ["from_pytorch", "load_pytorch", "SUPPORTED_OPS"]
 
@@ -27,7 +27,9 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise FrontendError("torch is needed to import PyTorch programs: pip install 'vta-py[torch]'") from None
+        raise MissingPackage("torch is needed to import PyTorch programs (.pt2): install the "
+                             "optional extra with pip install -e '.[torch]' in the vta-py "
+                             "checkout (the CPU build torch==2.13.0)") from None
     return torch
 
 

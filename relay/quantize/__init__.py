@@ -18,17 +18,12 @@ from ..interpreter import Interpreter
 from ..ir import Call, Constant, Function, IRModule, Op, Tuple, TupleGetItem, Var
 from ..op.registry import get_op
 from ..transform import infer_type
+from .errors import DoesNotQuantize, QuantizeError
 from .prepare import fold_affine_into_anchor, prepare
 from .realize import exponent_for, realize, round_half_away
 
-__all__ = ["QConfig", "QuantizeError", "Agreement", "Quantized", "quantize", "calibrate", "agreement",
+__all__ = ["QConfig", "QuantizeError", "DoesNotQuantize", "Agreement", "Quantized", "quantize", "calibrate", "agreement",
            "load_calibration", "anchor_macs", "prepare", "fold_affine_into_anchor", "exponent_for", "round_half_away"]
-
-
-class QuantizeError(Exception):
-    """Calibration data or options that do not fit the model."""
-
-    exit_code = 2   # the `vta` command's code for bad usage or input
 
 
 @dataclass(frozen=True)
@@ -106,9 +101,10 @@ def _evaluate(fn, feed, record=None):
     return env[id(fn.body)]
 
 
-def calibrate(fn, samples):
+def calibrate(fn, samples, progress=None):
     """The exponent of every tensor of ``fn`` (by node id) from the largest magnitude it takes on
-    ``samples`` (input name -> array of shape ``(S, *input shape)``)."""
+    ``samples`` (input name -> array of shape ``(S, *input shape)``); ``progress("calibrate",
+    done, S)`` after each sample."""
     peak = {}
 
     def record(node, v):
@@ -119,6 +115,8 @@ def calibrate(fn, samples):
     for i in range(count):
         with np.errstate(over="ignore", invalid="ignore"):
             _evaluate(fn, {k: v[i] for k, v in samples.items()}, record)
+        if progress:
+            progress("calibrate", i + 1, count)
     nodes = {id(n): n for n in post_order(fn)}
     for k, v in peak.items():
         if not np.isfinite(v):      # its exponent would be unbounded: no int8 scale exists
@@ -174,10 +172,11 @@ def anchor_macs(fn):
     return done, total
 
 
-def agreement(float_mod, int_mod, samples, float_ops=()):
+def agreement(float_mod, int_mod, samples, float_ops=(), progress=None):
     """Run both programs in the Relay interpreter on every sample and compare the first output:
     cosine similarity, and for (N, classes) outputs top-1 and top-5 agreement.  A final softmax is
-    left out of the comparison (it changes no ranking, and a peaked one hides score errors)."""
+    left out of the comparison (it changes no ranking, and a peaked one hides score errors).
+    ``progress("agreement", done, S)`` after each sample."""
     fi, ii = Interpreter(_without_softmax(float_mod)), Interpreter(_without_softmax(int_mod))
     names = [p.name_hint for p in float_mod["main"].params]
     count = next(iter(samples.values())).shape[0]
@@ -194,6 +193,8 @@ def agreement(float_mod, int_mod, samples, float_ops=()):
                 top5.append(int(np.argmax(fr) in np.argsort(-qr)[:5]))
         else:
             classify = False
+        if progress:
+            progress("agreement", i + 1, count)
     return Agreement(count, float(np.mean(cos)), float(np.min(cos)),
                      float(np.mean(top1)) if classify and top1 else None,
                      float(np.mean(top5)) if classify and top5 else None, tuple(float_ops))
@@ -206,7 +207,10 @@ def check_calibration(fn, samples):
         raise QuantizeError("calibration data must map each model input name to an array of samples")
     missing, extra = [n for n in names if n not in samples], sorted(set(samples) - set(names))
     if missing or extra:
-        raise QuantizeError(f"calibration data has inputs {sorted(samples)} but the model's inputs are {names}")
+        hint = "" if extra else (f"; if {', '.join(missing)} are weights (a .rly from `vta import`), "
+                                 f"give them with --params PARAMS.npz")
+        raise QuantizeError(f"calibration data has inputs {sorted(samples)} but the model's inputs are "
+                            f"{names}{hint}")
     out, count = {}, None
     for p in fn.params:
         a = np.asarray(samples[p.name_hint])
@@ -240,15 +244,16 @@ def load_calibration(path):
         raise QuantizeError(f"cannot read calibration data {path}: {e}") from None
 
 
-def quantize(mod, params=None, calibration=None, config=QConfig()):
+def quantize(mod, params=None, calibration=None, config=QConfig(), progress=None):
     """Quantise ``@main`` of ``mod`` (weights in ``params`` or already bound) using the
     ``calibration`` samples; returns a ``Quantized`` with the integer program and its agreement
-    with the float model on those samples."""
+    with the float model on those samples.  ``progress(stage, done, total)``, if given, is called
+    after each sample of the two long stages, ``"calibrate"`` and ``"agreement"``."""
     float_mod = prepare(mod, params)
     fn = float_mod["main"]
     samples = check_calibration(fn, calibration)
     typed = infer_type(float_mod)["main"]
-    exps = calibrate(typed, samples)
+    exps = calibrate(typed, samples, progress)
     try:
         body, float_ops = realize(typed, exps, config.per_channel, config.skip_ops, config.skip_layers)
     except ValueError as e:
@@ -258,7 +263,7 @@ def quantize(mod, params=None, calibration=None, config=QConfig()):
     int_mod = infer_type(int_mod)
     names = {id(p): p.name_hint for p in typed.params}
     exponents = {names.get(k, k): v for k, v in exps.items() if k in names}
-    report = agreement(float_mod, int_mod, samples, float_ops)
+    report = agreement(float_mod, int_mod, samples, float_ops, progress)
     done, total = anchor_macs(int_mod["main"])
     report = replace(report, int8_mac_share=done / total if total else None)
     return Quantized(int_mod, float_mod, exponents, report)

@@ -37,11 +37,11 @@ def load_float_model(path, params=None, shapes=None):
     return parse(text, source=str(path)), weights
 
 
-def quantize_file(model, calibrate, params=None, config=None, shapes=None):
+def quantize_file(model, calibrate, params=None, config=None, shapes=None, progress=None):
     """Import ``model`` (.onnx, .pt2, or .rly with the ``params`` .npz) and quantise it with the
     calibration data ``calibrate`` (an .npz, or its arrays): the one step `vta quantize` (and
-    `vta compile`) take."""
+    `vta compile`) take. ``progress``: as for :func:`relay.quantize.quantize`."""
     from . import QConfig, load_calibration, quantize
     mod, weights = load_float_model(model, params, shapes)
     samples = dict(calibrate) if isinstance(calibrate, Mapping) else load_calibration(calibrate)
-    return quantize(mod, weights, samples, config or QConfig())
+    return quantize(mod, weights, samples, config or QConfig(), progress)

@@ -30,6 +30,7 @@ import numpy as np
 from ..analysis import post_order
 from ..ir import Call, Constant, Op, Tuple, TupleGetItem, op_call
 from ..transform._util import use_counts
+from .errors import DoesNotQuantize
 from .prepare import ANCHORS, _channel_vector, along_axis, out_axis
 
 __all__ = ["Rep", "realize", "exponent_for", "round_half_away", "INT8_MIN", "INT8_MAX"]
@@ -74,6 +75,9 @@ class Rep:
     expr: object
     exp: object = None          # int, or an int vector (A right after a per-channel anchor)
     channels_shape: tuple = ()  # shape of a per-channel constant for this tensor: (C,1,1) or (C,)
+    layer: tuple = ()           # an accumulator's producer, for errors: (what, how to keep it in float,
+                                # its input's exponent, its weights' exponent(s))
+    peak: object = None         # a bound on an accumulator's magnitude (scalar or per channel), if known
 
 
 # ---------------------------------------------------------------- emitted forms
@@ -133,6 +137,8 @@ class _Realizer:
         bad = [i for i in skip_layers if not -n <= i < n]
         if bad:
             raise ValueError(f"skip_layers {bad} out of range: the model has {n} conv2d/dense layers")
+        self.layer_index = {id(a): i for i, a in enumerate(anchors)}
+        self.order = {id(c): i for i, c in enumerate(n_ for n_ in post_order(body) if isinstance(n_, Call))}
         self.skipped = {id(a) for i, a in enumerate(anchors)
                         if i in skip_idx or any(fnmatch.fnmatchcase(a.op.name, p) for p in skip_ops)}
         for n_ in post_order(body):
@@ -158,7 +164,7 @@ class _Realizer:
             return rep
         e = np.asarray(rep.exp)
         top = int(e.max())
-        return Rep("A", shift_round(rep.expr, top - e, rep.channels_shape), top, rep.channels_shape)
+        return Rep("A", shift_round(rep.expr, top - e, rep.channels_shape), top, rep.channels_shape, rep.layer)
 
     def to_q(self, rep, node, e_out=None):
         """int8 with exponent ``e_out`` (default: the node's calibrated one)."""
@@ -200,7 +206,7 @@ class _Realizer:
             return self.add(n, reps)
         if name == "nn.relu" and reps[0].kind in ("A", "Q"):
             r = reps[0]     # the sign does not depend on the exponent: per-channel ones stay
-            return Rep(r.kind, op_call("nn.relu", r.expr), r.exp, r.channels_shape)
+            return Rep(r.kind, op_call("nn.relu", r.expr), r.exp, r.channels_shape, r.layer, r.peak)
         if name == "clip" and reps[0].kind in ("A", "Q"):
             return self.clip(n, self.uniform(reps[0]))
         if name == "nn.max_pool2d":
@@ -253,7 +259,13 @@ class _Realizer:
         y = Call(n.op, (q.expr, Constant(wq)), type(n.attrs)(attrs))
         channels = wf.shape[axis] if axis is not None else None
         cshape = (channels,) if n.op.name == "nn.dense" else (channels, 1, 1)
-        return Rep("A", y, q.exp + ew, cshape)
+        # An int8 input is at most 128 in magnitude: this bounds every output of the channel
+        # (over all taps for a transposed convolution, which sums only some of them).
+        reduce = tuple(a for a in range(wq.ndim) if a != axis)
+        peak = -INT8_MIN * np.abs(wq.astype(np.int64)).sum(axis=reduce)
+        i = self.layer_index[id(n)]
+        layer = (f"{n.op.name} layer {i}", f"--skip-layer {i} or --skip-op {n.op.name}", q.exp, ew)
+        return Rep("A", y, q.exp + ew, cshape, layer, peak)
 
     def affine(self, n, reps):
         """``x * c``, ``x / c``, ``x + c``, ``x - c`` for int8 or accumulator ``x`` (NCHW) and a
@@ -277,14 +289,14 @@ class _Realizer:
             scale = v if name == "multiply" else 1.0 / v
             if not np.all(np.isfinite(scale)):
                 return None
-            return self.channel_scale(x, scale)
+            return self.channel_scale(n, x, scale)
         shift = v if name == "add" else -v
         if rep.kind == "A" and rep.channels_shape == (int(shape[1]), 1, 1):
             return self.bias(n, rep, shift)
-        a = self.channel_scale(x, np.ones(int(shape[1])))
+        a = self.channel_scale(n, x, np.ones(int(shape[1])))
         return self.bias(n, a, shift)
 
-    def channel_scale(self, x, scale):
+    def channel_scale(self, n, x, scale):
         """``x * scale`` (per channel, NCHW) as an accumulator: a depthwise 1x1 convolution of
         the int8 ``x`` by the scales in int8 with one exponent per channel."""
         q = self.q_of(x)
@@ -298,14 +310,42 @@ class _Realizer:
         wq = np.clip(round_half_away(scale / np.exp2(ew)), INT8_MIN, INT8_MAX).astype(np.int8)
         y = op_call("nn.conv2d", q.expr, Constant(wq.reshape(channels, 1, 1, 1)), groups=channels,
                     channels=channels, kernel_size=(1, 1), out_dtype="int32")
-        return Rep("A", y, q.exp + ew, (channels, 1, 1))
+        layer = (f"the per-channel {n.op.name} (operator {self.order[id(n)]} in evaluation order, a "
+                 f"depthwise 1x1 convolution on VTA)", f"--skip-op {n.op.name}", q.exp, ew)
+        return Rep("A", y, q.exp + ew, (channels, 1, 1), layer, -INT8_MIN * np.abs(wq.astype(np.int64)))
 
     def bias(self, n, rep, b):
+        """The accumulator plus the float bias ``b`` (per channel) at its scale; a bias that,
+        with the accumulator before it, may leave int32 is a ``DoesNotQuantize``."""
         e = np.asarray(rep.exp)
         bq = round_half_away(b.astype(np.float64) / np.exp2(e))
-        bq = np.clip(bq, INT32_MIN, INT32_MAX).astype(np.int32)
-        return Rep("A", op_call("nn.bias_add", rep.expr, Constant(bq.reshape(-1)), axis=1), rep.exp,
-                   rep.channels_shape)
+        peak = np.abs(bq) + (0 if rep.peak is None else rep.peak)
+        if np.any(peak > INT32_MAX):
+            raise DoesNotQuantize(self.bias_message(n, rep, b, bq, peak))
+        return Rep("A", op_call("nn.bias_add", rep.expr, Constant(bq.astype(np.int32).reshape(-1)), axis=1),
+                   rep.exp, rep.channels_shape, rep.layer, peak)
+
+    def bias_message(self, n, rep, b, bq, peak):
+        """What does not fit, where, and how to keep that layer in float."""
+        peak = np.broadcast_to(peak, np.broadcast_shapes(np.shape(peak), np.shape(bq)))
+        c = int(np.argmax(peak))
+
+        def at(v):      # the worst channel's value of a scalar or per-channel vector
+            v = np.ravel(v)
+            return float(v[c] if v.size > 1 else v[0])
+        where, keep, e_in, e_w = rep.layer or (f"the {n.op.name} (operator {self.order[id(n)]} in "
+                                               f"evaluation order)", f"--skip-op {n.op.name}", None, None)
+        channel = f" of channel {c}" if peak.size > 1 else ""
+        products = "" if rep.peak is None else f"with its products (up to {at(rep.peak):.3g}) "
+        fix = f"keep it in float with {keep} (QConfig skip_layers / skip_ops)"
+        if self.per_channel:
+            fix += ", or quantise without --per-channel (one coarser weight scale per tensor)"
+        scales = "" if e_in is None else f" = input 2^{e_in} x weights 2^{int(at(e_w))}"
+        return (f"{where} does not fit int32: its bias{channel}, {at(b):.4g} (float, range "
+                f"{float(np.min(b)):.4g} to {float(np.max(b)):.4g}), is {at(bq):.4g} at its "
+                f"accumulator's scale 2^{int(at(rep.exp))}{scales}: {products}beyond int32's "
+                f"{INT32_MAX} (the scales are too fine for that bias: tiny weights, or calibration "
+                f"data far smaller than the model's real inputs); {fix}")
 
     def add(self, n, reps):
         a, b = n.args
@@ -317,11 +357,11 @@ class _Realizer:
             y, other = self.uniform(reps[i]), n.args[1 - i]
             r = self.q_of(other)
             if y.exp < r.exp:       # align the accumulator to the residual's scale
-                y = Rep("A", shift_round(y.expr, r.exp - y.exp), r.exp, y.channels_shape)
+                y = Rep("A", shift_round(y.expr, r.exp - y.exp), r.exp, y.channels_shape, y.layer)
             elif y.exp > r.exp:     # a finer residual is coarsened first (an int8 requantisation)
                 r = self.to_q(r, other, y.exp)
             s = op_call("add", y.expr, op_call("cast", r.expr, dtype="int32"))
-            return Rep("A", s, y.exp, y.channels_shape)
+            return Rep("A", s, y.exp, y.channels_shape, y.layer)
         qa, qb = self.q_of(a), self.q_of(b)
         lo = min(qa.exp, qb.exp)
         ta, tb = (op_call("cast", q.expr, dtype="int32") for q in (qa, qb))
@@ -336,7 +376,7 @@ class _Realizer:
         hi = round_half_away(float(n.attrs["a_max"]) / 2.0 ** rep.exp)
         lim = (INT8_MIN, INT8_MAX) if rep.kind == "Q" else (INT32_MIN, INT32_MAX)
         lo, hi = float(np.clip(lo, *lim)), float(np.clip(hi, *lim))
-        return Rep(rep.kind, op_call("clip", rep.expr, a_min=lo, a_max=hi), rep.exp, rep.channels_shape)
+        return Rep(rep.kind, op_call("clip", rep.expr, a_min=lo, a_max=hi), rep.exp, rep.channels_shape, rep.layer)
 
     def run(self, params, body):
         for p in params:

@@ -60,6 +60,7 @@ class Core:
         self.running = False
         self.done = False
         self.fetch_err = self.mod_err = self.core_err = self.finish_seen = False
+        self.arb_halt = False
         self.err_code = self.err_index = self.mod_code = self.mod_index = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.tracing = False
@@ -146,7 +147,8 @@ class Core:
         rd_to = -1              # the read client the memory's beat goes to
         rd_last = rd_fire = False
         cmds = grant = None
-        if not failed:
+        arb_halt = self.arb_halt     # the RTL's arbiter halt: ``failed`` one cycle late
+        if not arb_halt:
             if len(tags) != arb.n and (fetch.reader.iw.left or load.active.reader.iw.left
                                        or compute.active.reader.iw.left):
                 cmds = (fetch.cmd(), load.cmd(), compute.cmd())
@@ -206,7 +208,7 @@ class Core:
                     new_err = (ErrorCode.DEADLOCK, blocked_min)
         done = False
         if running:
-            if failed and not arb_busy:
+            if failed and arb_halt and not arb_busy:
                 done = True
             if self.finish_seen and not mod_err and not fetch_err and fetch.quiet:
                 done = True
@@ -284,6 +286,7 @@ class Core:
         if new_finish:
             self.finish_seen = True
         self.done = done
+        self.arb_halt = failed
         self.t = t + 1
 
     @property
@@ -303,7 +306,7 @@ def _snapshot(self) -> tuple:
     lr, cr = la.reader, ca.reader
     lq, cq, sq = self.queues
     m, arb = self.mem, self.arb
-    return (self.running, self.done, self.fetch_err, self.mod_err, self.core_err,
+    return (self.running, self.done, self.arb_halt, self.fetch_err, self.mod_err, self.core_err,
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.writes,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,

@@ -100,7 +100,7 @@ class PeriodSkipper:
         m, f, cp, st, arb = core.mem, core.fetch, core.compute, core.store, core.arb
         fr, w = f.reader, st.writer
         mb = self.mb
-        key = [core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
+        key = [core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
                self._mem_state()[0], arb.ptr,
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,

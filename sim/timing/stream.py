@@ -69,7 +69,8 @@ def stream_key(core, ld, wr: bool) -> tuple:
     reads, writes = m.reads, m.writes
     # Between two cycles the memory's queues (and the arbiter's tags) change only by a
     # command (``bursts``), a head's beat and a burst's end (``read_done``, ``write_done``).
-    key = [id(ld), wr, core.running, core.done, core.fetch_err, core.mod_err, core.core_err,
+    key = [id(ld), wr, core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err,
+           core.core_err,
            core.finish_seen, len(reads), m.read_done, len(writes), m.write_done, len(m.acks),
            m.bursts, reads[0][0] if reads and ld is None else None,
            writes[0][0] if writes and not wr else None, arb.ptr, arb.writes,

@@ -203,6 +203,16 @@ def test_merge_constant_adds_before_after():
     np.testing.assert_array_equal(consts[2], (bias.astype(np.int64) + 5).astype(np.int32))
 
 
+def _run_tail(acc, steps, consts):
+    """A tail's steps on the accumulators ``acc`` in int64, step by step (the reference)."""
+    v = acc.astype(np.int64)
+    for t in steps:
+        b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
+        v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
+             "MIN": lambda: np.minimum(v, b)}[t.alu]()
+    return v
+
+
 def test_sink_max_before_after():
     """relu before the rounding shift moves behind it; with the merged bias and clip the
     quantiser's tail costs four ALU passes instead of six, with the same results."""
@@ -223,17 +233,45 @@ def test_sink_max_before_after():
     acc = rng.integers(lo, hi + 1, (1000, 8))
     acc[0], acc[1] = lo, hi
 
-    def run(steps, consts):
-        v = acc.astype(np.int64)
-        for t in steps:
-            b = consts[t.const].astype(np.int64) if t.const is not None else t.imm
-            v = {"ADD": lambda: v + b, "SHR": lambda: v >> b, "MAX": lambda: np.maximum(v, b),
-                 "MIN": lambda: np.minimum(v, b)}[t.alu]()
-        return v
-    np.testing.assert_array_equal(run(before, (bias,)), run(after, consts))
+    np.testing.assert_array_equal(_run_tail(acc, before, (bias,)), _run_tail(acc, after, consts))
     # an accumulator that could wrap keeps its order
     huge = np.full(8, 2 ** 31 - 10, np.int64)
     assert not tail_ranges(before, (bias,), huge - 1, huge)
+
+
+def test_sink_max_through_a_per_channel_rounding_shift():
+    """The quantiser's depthwise step (a batch norm after a concatenation): bias, relu, then a
+    per-channel rounding shift ``+ 2^(s-1)``, ``>> s`` (``s`` 0 in some channels) and the clip.
+    relu's 0 comes out of every channel's shift as 0, so it moves behind it; with the two
+    per-channel adds merged and relu joined to the clip, six ALU passes become four, with the
+    results of the six (evaluated step by step in int64, extremes included)."""
+    from compiler.operators import (TailOp as T, accumulator_bounds, merge_constant_adds,
+                                    simplify_tail, sink_max, tail_ranges)
+    rng = np.random.default_rng(5)
+    w = rng.integers(-128, 128, (16, 1, 1, 1)).astype(np.int8)
+    bias = rng.integers(-2 ** 20, 2 ** 20, 16).astype(np.int32)
+    s = rng.integers(0, 12, 16)
+    s[:3] = 0
+    half = np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0).astype(np.int32)
+    before = (T("ADD", const=0), T("MAX", imm=0), T("ADD", const=1), T("SHR", const=2),
+              T("MAX", imm=-128), T("MIN", imm=127))
+    consts = (bias, half, s.astype(np.int32))
+    lo, hi = accumulator_bounds(w)
+    assert tail_ranges(before, consts, lo, hi)
+    moved = sink_max(before, consts)
+    assert moved == (T("ADD", const=0), T("ADD", const=1), T("SHR", const=2), T("MAX", imm=0),
+                     T("MAX", imm=-128), T("MIN", imm=127))
+    steps, merged = merge_constant_adds(moved, consts)
+    after = simplify_tail(steps)
+    assert after == (T("ADD", const=0), T("SHR", const=1), T("MAX", imm=0), T("MIN", imm=127))
+    acc = rng.integers(lo, hi + 1, (2000, 16))
+    acc[0], acc[1], acc[2] = lo, hi, 0
+
+    np.testing.assert_array_equal(_run_tail(acc, before, consts), _run_tail(acc, after, merged))
+    # A rounding constant at least 2^s in some channel (not the quantiser's) keeps relu where
+    # it is: its bound would differ between channels.
+    odd = (bias, half + (1 << s).astype(np.int32) * (np.arange(16) == 5), s.astype(np.int32))
+    assert sink_max(before, odd) == before
 
 
 def test_stored_range_and_acc_init_step():

@@ -267,9 +267,10 @@ def test_quantize_dequantize(axis, dtype):
     check(nodes, X, {"s": scale.astype("float32"), "z": zp}, outputs=("q", "y"))
 
 
-@pytest.mark.parametrize("opset", [9, 11, 13, 18, 21, 26])
+@pytest.mark.parametrize("opset", sorted({9, 11, 13, 18, 21, 26, onnx.defs.onnx_opset_version()}))
 def test_small_cnn_at_every_opset(opset):
-    """The same network written at opsets from 9 to the newest onnxruntime runs."""
+    """The same network written at opsets from 9 to the newest the onnx package knows
+    (``onnx_opset_version()``, 28 with onnx 1.23; onnxruntime runs it)."""
     inits = {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6), "s": np.abs(rand(6)) + 0.5, "o": rand(6),
              "m": rand(6), "v": np.abs(rand(6)) + 0.5, "fw": rand(10, 6 * 4 * 4, scale=0.1), "fb": rand(10)}
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -357,3 +358,4 @@ def test_every_operator_of_the_issue_is_supported():
              "Squeeze", "Slice", "ConvTranspose", "Resize", "ReduceMean", "QuantizeLinear", "DequantizeLinear",
              "Identity"}
     assert issue <= set(SUPPORTED_OPS)
+

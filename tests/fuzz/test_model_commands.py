@@ -146,12 +146,14 @@ def test_quantize_refuses_a_calibration_archive_that_needs_pickle(tmp_path, capf
     assert not (tmp_path / "q.rly").exists()
 
 
-@pytest.mark.parametrize("scale,message", [
-    (np.inf, "holds NaN or infinite values"), (np.nan, "holds NaN or infinite values"),
-    (1e38, "reaches inf in float32"),            # was a hang: an unbounded shift
-    (1e-30, "bits does not fit int32"),          # was an internal error (OverflowError)
+@pytest.mark.parametrize("scale,code,message", [
+    (np.inf, EXIT_USAGE, "holds NaN or infinite values"), (np.nan, EXIT_USAGE, "holds NaN or infinite values"),
+    (1e38, EXIT_USAGE, "reaches inf in float32"),        # was a hang: an unbounded shift
+    # Was an internal error (OverflowError), then a shift refused after a bias clipped in
+    # silence; now the first bias the accumulator scale 2^-111 cannot hold is refused, saying why.
+    (1e-30, EXIT_REJECTED, "nn.conv2d layer 0 does not fit int32: its bias of channel"),
 ])
-def test_quantize_refuses_calibration_data_no_int8_scale_fits(tmp_path, capfd, scale, message):
+def test_quantize_refuses_calibration_data_no_int8_scale_fits(tmp_path, capfd, scale, code, message):
     x = np.random.default_rng(0).uniform(0, 1, (4, 1, 1, 8, 8)).astype("float32")
     if np.isfinite(scale):
         x = x * np.float32(scale)
@@ -160,8 +162,10 @@ def test_quantize_refuses_calibration_data_no_int8_scale_fits(tmp_path, capfd, s
     np.savez(tmp_path / "c.npz", image=x)
     result = run_vta(["quantize", DIGITS, "--calibrate", tmp_path / "c.npz", "-o",
                       tmp_path / "q.rly"], outputs=[tmp_path / "q.rly"])
-    check(result, {EXIT_USAGE}, name="regression")
+    check(result, {code}, name="regression")
     assert message in result.err and result.seconds < 60
+    if code == EXIT_REJECTED:
+        assert "= input 2^-106 x weights 2^-5" in result.err and "calibration data far smaller" in result.err
 
 
 # ------------------------------------------------------------------------------ vta run .vtab

@@ -1,11 +1,13 @@
-"""AlexNet, VGG-19 and ZFNet-512 (the onnx package's light models, seeded random weights) on VTA:
-quantised, compiled for the default configuration and run on the functional simulator. The int8
-result is the Relay interpreter's run of the integer program bit for bit; the float model matches
-onnxruntime; the int8 result agrees with float.
+"""The nine light models of the onnx package (seeded random weights) on VTA: quantised, compiled
+for the default configuration and run on the functional simulator. The int8 result is the Relay
+interpreter's run of the integer program bit for bit; the float model matches onnxruntime; the
+int8 result agrees with float.
 
-CI runs each model's convolutional part (every conv, LRN and pool layer) on a small image; the
-whole models at 224x224, DenseNet-121 too (its first layers run in CI from
-tests/models/test_densenet_on_vta.py), run with ``VTA_FULL_MODELS=1`` (marker ``models``, minutes each)."""
+CI runs a part of each on a small image: the convolutional part (every conv, LRN and pool layer)
+of AlexNet, ZFNet-512 and VGG-19; the trunk before the final pool of ResNet-50, SqueezeNet,
+ShuffleNet (at 224x224: its channel shuffles reshape to fixed sizes) and Inception v1 and v2;
+DenseNet-121's first layers in tests/models/test_densenet_on_vta.py. The whole models at 224x224
+run with ``VTA_FULL_MODELS=1`` (marker ``models``, minutes each)."""
 import os
 
 import numpy as np
@@ -22,7 +24,8 @@ from compiler.compile import compile_module  # noqa: E402
 from compiler.runtime import execute  # noqa: E402
 from relay.frontend import from_onnx  # noqa: E402
 from relay.frontend.common import relay_name  # noqa: E402
-from relay.frontend.onnx_zoo import features, light_path, ort_session, randomize, with_logits  # noqa: E402
+from relay.frontend.onnx_zoo import (LIGHT_MODELS, data_input, features, light_path, ort_session, randomize,  # noqa: E402
+                                     subgraph, with_logits)
 from relay.quantize import quantize  # noqa: E402
 
 FULL = bool(os.environ.get("VTA_FULL_MODELS"))
@@ -66,9 +69,24 @@ def test_convolutional_part_on_vta(name, side):
     assert _cosine(outs[0], want[0]) > 0.99
 
 
+@pytest.mark.parametrize("name,side", [("resnet50", 64), ("squeezenet", 64), ("shufflenet", 224),
+                                       ("inception_v1", 64), ("inception_v2", 64)])
+def test_trunk_on_vta(name, side):
+    """Everything before the final pool: all the convolutions, the residual adds, the
+    concatenations, the inner pools."""
+    full = onnx.load(light_path(name))
+    last_pool = [n for n in full.graph.node if n.op_type in ("AveragePool", "GlobalAveragePool")][-1]
+    model = randomize(subgraph(full, {data_input(full): (1, 3, side, side)}, last_pool.input[0]), seed=1)
+    outs, ref, want, compiled, q = _on_vta(model)
+    np.testing.assert_array_equal(outs[0], ref[0])
+    assert compiled.vta_macs == compiled.macs > 0
+    assert set(q.report.float_ops) == ({"nn.lrn"} if name == "inception_v1" else set())
+    assert _cosine(outs[0], want[0]) > 0.99
+
+
 @pytest.mark.models
 @pytest.mark.skipif(not FULL, reason="whole 224x224 models take minutes: VTA_FULL_MODELS=1")
-@pytest.mark.parametrize("name", ["bvlc_alexnet", "zfnet512", "vgg19", "densenet121"])
+@pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_whole_model_on_vta(name):
     model = with_logits(randomize(onnx.load(light_path(name)), seed=1))
     outs, ref, want, compiled, q = _on_vta(model)

@@ -8,8 +8,8 @@ import relay
 from relay import transform as T
 from relay.analysis import post_order
 from relay.ir import Call, Constant, Op, Tuple, op_call
-from relay.quantize import (QConfig, QuantizeError, anchor_macs, exponent_for, fold_affine_into_anchor, quantize,
-                            round_half_away)
+from relay.quantize import (DoesNotQuantize, QConfig, QuantizeError, anchor_macs, exponent_for,
+                            fold_affine_into_anchor, quantize, round_half_away)
 from relay.quantize.prepare import merge_affine_chains
 from relay.quantize.realize import quantize_input, shift_round
 
@@ -230,6 +230,77 @@ def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(4, 2, 3, 3), float32], 
     # Input and weight rounding add to the output's own: a few output steps at most.
     assert np.max(np.abs(got - float_out)) <= 2 * 2.0 ** e_out
     assert np.mean(np.abs(got - float_out)) <= 0.5 * 2.0 ** e_out
+
+
+CONV_BIAS = """
+def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(4, 2, 3, 3), float32], %b: Tensor[(4), float32]) {
+  nn.relu(nn.bias_add(nn.conv2d(%x, %w, padding=[1, 1]), %b))
+}"""
+
+
+def _conv_with_bias(bias):
+    """A convolution with weights near 1e-3 (scale 2^-20 with the input's 2^-5: int32 holds
+    biases up to ~2048) and the float ``bias``; its calibration samples."""
+    rng = np.random.default_rng(3)
+    w = (1e-3 * rng.standard_normal((4, 2, 3, 3))).astype("float32")
+    cal = {"x": rng.standard_normal((5, 1, 2, 6, 6)).astype("float32")}
+    return relay.parse(CONV_BIAS), {"w": w, "b": np.asarray(bias, "float32")}, cal
+
+
+def test_a_bias_beyond_int32_is_refused_naming_the_layer():
+    """Before: the bias was clipped to int32 (and its rounding constant wrapped): the int8 program
+    printed -2048 where float had 5000, cosine -0.24, and nothing said so. Now the quantiser
+    refuses it, naming the layer, the channel, the values and the options that keep it in float."""
+    mod, params, cal = _conv_with_bias([0.5, -3.0, 2.0, 1000.0])
+    q = quantize(mod, params, cal)              # in range: exact to a few output steps
+    x = cal["x"][1]
+    got, want = relay.run(q.mod, x), relay.run(q.float_mod, x)
+    assert np.max(np.abs(got - want)) <= 2 * 2.0 ** exponent_for(np.abs(want).max())
+    acc_exp = q.exponents["x"] + exponent_for(np.abs(params["w"]).max())
+    assert acc_exp == -20 and 1000 * 2 ** 20 < 2 ** 31 < 5000 * 2 ** 20
+
+    mod, params, cal = _conv_with_bias([0.5, -3000.0, 2.0, 5000.0])
+    with pytest.raises(DoesNotQuantize) as err:
+        quantize(mod, params, cal)
+    msg = str(err.value)
+    assert msg.startswith("nn.conv2d layer 0 does not fit int32: its bias of channel 3, 5000 (float, "
+                          "range -3000 to 5000), is 5.243e+09 at its accumulator's scale 2^-20")
+    assert "keep it in float with --skip-layer 0 or --skip-op nn.conv2d" in msg and "\n" not in msg
+    assert err.value.exit_code == 1 and isinstance(err.value, QuantizeError)
+    with pytest.raises(DoesNotQuantize, match="or quantise without --per-channel"):
+        quantize(mod, params, cal, QConfig(per_channel=True))
+    # What the message offers works: the layer in float gives the float model's result.
+    for config in (QConfig(skip_layers=(0,)), QConfig(skip_ops=("nn.conv2d",))):
+        q = quantize(mod, params, cal, config)
+        np.testing.assert_allclose(relay.run(q.mod, x), relay.run(q.float_mod, x), rtol=1e-6)
+
+
+def test_a_bias_within_int32_but_not_with_the_products_is_refused():
+    """The bias and the largest sum of the layer's int8 products must fit together: a bias
+    just below 2^31 units would wrap on the accumulator."""
+    mod, params, cal = _conv_with_bias([0.0, 0.0, 0.0, 2047.99])   # 2^31 - 10486 units at 2^-20
+    with pytest.raises(DoesNotQuantize, match="with its products \\(up to [0-9.e+]+\\) beyond int32"):
+        quantize(mod, params, cal)
+
+
+def test_a_per_channel_step_whose_shift_does_not_fit_is_refused():
+    """A batch norm after a concatenation with tiny scales and a large shift becomes a depthwise
+    1x1 convolution whose bias would leave int32: named by its operator and position."""
+    x = relay.Var("x", relay.TensorType((1, 2, 4, 4), "float32"))
+    w = relay.Var("w", relay.TensorType((2, 2, 1, 1), "float32"))
+    cat = op_call("concatenate", Tuple((op_call("nn.conv2d", x, w), op_call("nn.conv2d", x, w))), axis=1)
+    body = op_call("add", op_call("multiply", cat, Constant(np.full((4, 1, 1), 1e-6, "float32"))),
+                   Constant(np.full((4, 1, 1), 10.0, "float32")))
+    mod = relay.IRModule({"main": relay.Function([x, w], body)})
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal((2, 2, 1, 1)).astype("float32")}
+    cal = {"x": rng.standard_normal((3, 1, 2, 4, 4)).astype("float32")}
+    with pytest.raises(DoesNotQuantize, match="^the per-channel multiply \\(operator [0-9]+ in evaluation order, "
+                                              "a depthwise 1x1 convolution on VTA\\) does not fit int32: .*"
+                                              "keep it in float with --skip-op multiply"):
+        quantize(mod, params, cal)
+    q = quantize(mod, params, cal, QConfig(skip_ops=("multiply",)))
+    np.testing.assert_allclose(relay.run(q.mod, cal["x"][0]), relay.run(q.float_mod, cal["x"][0]), rtol=1e-5)
 
 
 def test_skip_by_layer_index_and_operator_pattern():

@@ -46,3 +46,21 @@ def test_bad_calibration_exits_2_without_output(tmp_path, capsys, setup, message
     rc = vta(["quantize", str(DIGITS), "--calibrate", str(tmp_path / "cal.npz"), "-o", str(tmp_path / "q.rly")])
     assert rc == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "q.rly").exists()
+
+
+@pytest.mark.parametrize("command", [["quantize"], ["compile"]])
+def test_a_bias_beyond_int32_exits_1_in_one_line(tmp_path, capsys, command):
+    """A model whose integer form does not fit int32 is rejected (exit 1), not bad input."""
+    from tests.quantize.test_quantize import CONV_BIAS, _conv_with_bias
+    _, params, cal = _conv_with_bias([0.5, -3000.0, 2.0, 5000.0])
+    (tmp_path / "m.rly").write_text(CONV_BIAS)
+    np.savez(tmp_path / "p.npz", **params)
+    np.savez(tmp_path / "cal.npz", **cal)
+    out = tmp_path / ("q.rly" if command == ["quantize"] else "q.vtab")
+    rc = vta(command + [str(tmp_path / "m.rly"), "--params", str(tmp_path / "p.npz"), "--calibrate",
+                        str(tmp_path / "cal.npz"), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and not out.exists()
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"vta {command[0]}: error: nn.conv2d layer 0 does not fit int32: its bias of channel 3")
+    assert "--skip-layer 0" in err

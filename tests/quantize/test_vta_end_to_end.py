@@ -1,6 +1,7 @@
 """Imported models, quantised, compiled for the default VTA configuration and run on the
 functional simulator: the outputs are the Relay interpreter's, bit for bit, with every
-conv/dense MAC on VTA. VTA_FULL_MODELS=1 adds MobileNet v2."""
+conv/dense MAC on VTA (ResNet-18/50, MobileNet v2 on 32x32 images, the DCGAN generator).
+VTA_FULL_MODELS=1 adds ResNet-18 and MobileNet v2 at 224x224."""
 import os
 import warnings
 
@@ -16,9 +17,10 @@ from compiler.runtime import execute  # noqa: E402
 from relay.frontend import from_pytorch, torch_models  # noqa: E402
 from relay.quantize import QConfig, quantize  # noqa: E402
 
-CASES = [("resnet18", (1, 3, 32, 32), False), ("dcgan_generator", (1, 100, 1, 1), True)]
+CASES = [("resnet18", (1, 3, 32, 32), False), ("dcgan_generator", (1, 100, 1, 1), True),
+         ("mobilenet_v2", (1, 3, 32, 32), False), ("resnet50", (1, 3, 32, 32), True)]
 if os.environ.get("VTA_FULL_MODELS"):
-    CASES += [("mobilenet_v2", (1, 3, 32, 32), False), ("resnet50", (1, 3, 32, 32), True)]
+    CASES += [("resnet18", (1, 3, 224, 224), True), ("mobilenet_v2", (1, 3, 224, 224), True)]
 
 
 @pytest.mark.parametrize("name,shape,per_channel", CASES)
