@@ -13,25 +13,40 @@ from isa.encoding import AluOp
 from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY"]
+__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "mul_join"]
+
+
+def mul_join(p_lo, p_mid, width: int):
+    """The low ``width`` bits of a product from :class:`AluLane`'s partial products:
+    ``p_lo + (p_mid << h)`` (h = width // 2) — one ``width - h``-bit add on the upper half."""
+    h = width // 2
+    return Cat(p_lo[:h], (p_lo[h:] + p_mid)[:width - h])
 
 
 class AluLane(wiring.Component):
     """One lane: ``r = op(a, b)`` on ``width``-bit two's complement values. Combinational.
 
     SHR: b ≥ 0 is an arithmetic right shift (b ≥ width gives the sign fill), b < 0 a left shift
-    by −b (−b ≥ width gives 0). ADD and MUL keep the low ``width`` bits.
+    by −b (−b ≥ width gives 0). ADD keeps the low ``width`` bits. MUL is split for a second
+    stage (``r`` is 0): with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_mid``
+    = the low width − h bits of a_hi · b_lo + a_lo · b_hi; :func:`mul_join` of the two is the
+    product's low ``width`` bits (equal for signed and unsigned operands).
     """
 
     def __init__(self, width: int):
         self._w = width
+        h = width // 2
         super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
-                          "r": Out(signed(width))})
+                          "r": Out(signed(width)), "p_lo": Out(2 * h), "p_mid": Out(width - h)})
 
     def elaborate(self, platform):
         m = Module()
         w = self._w
+        h = w // 2
         a, b = self.a, self.b
+        ua, ub = a.as_unsigned(), b.as_unsigned()
+        m.d.comb += [self.p_lo.eq(ua[:h] * ub[:h]),
+                     self.p_mid.eq((ua[h:] * ub[:h] + ua[:h] * ub[h:])[:w - h])]
         nb = Signal(signed(w + 1))
         m.d.comb += nb.eq(-b)
         lw = (w - 1).bit_length()
@@ -53,8 +68,6 @@ class AluLane(wiring.Component):
                         m.d.comb += self.r.eq(0)
                     with m.Else():
                         m.d.comb += self.r.eq((a << nb.as_unsigned()[:lw])[:w])
-            with m.Case(AluOp.MUL):
-                m.d.comb += self.r.eq((a * b)[:w])
         return m
 
 
@@ -105,10 +118,10 @@ class TensorAlu(wiring.Component):
         with m.If(self.start):
             m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
         v3, d3, s3 = self._front(m, loop, use_imm)
-        v5, d5, r5, v4 = self._back(m, v3, d3, s3, op, use_imm, imm)
-        m.d.comb += [self.acc_waddr.eq(d5), self.acc_wdata.eq(r5), self.acc_wen.eq(v5),
-                     self.uop_done.eq(v5)]
-        m.d.comb += self.busy.eq(loop.valid | self._v1 | self._v2 | v3 | v4 | v5)
+        v6, d6, r6, v4, v5 = self._back(m, v3, d3, s3, op, use_imm, imm)
+        m.d.comb += [self.acc_waddr.eq(d6), self.acc_wdata.eq(r6), self.acc_wen.eq(v6),
+                     self.uop_done.eq(v6)]
+        m.d.comb += self.busy.eq(loop.valid | self._v1 | self._v2 | v3 | v4 | v5 | v6)
         return m
 
     def _front(self, m, loop, use_imm):
@@ -141,40 +154,61 @@ class TensorAlu(wiring.Component):
         return v3, d3, s3
 
     def _back(self, m, v3, d3, s3, op, use_imm, imm):
-        """S3 operands → S4 lanes → S5 write; returns S5's valid, dst and result, and S4's
-        valid. Forwarding (newest wins): S3 takes the S5 result (micro-op two ahead) over
-        the last write (three ahead) over the SRAM data; S4 takes the S5 result (one ahead)
-        when S3 flagged the address match."""
+        """S3 operands → S4 lanes → S5 join → S6 write; returns S6's valid, dst and result, and
+        the valids of S4 and S5. Forwarding (newest wins): S3 takes the S6 result (micro-op three
+        ahead) over the last write (four ahead) over the SRAM data; S4's lanes take, when S3
+        flagged the address match, S5's result (one ahead, the join's output) over the S6
+        result (two ahead)."""
         cfg = self._cfg
         aw = cfg.acc_width
         lanes = cfg.batch * cfg.block_out
-        v4, v5, last_valid = Signal(), Signal(), Signal()
-        d4, d5, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("d4", "d5", "last_addr"))
-        r5, last_data = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
+        v4, v5, v6, last_valid = Signal(), Signal(), Signal(), Signal()
+        d4, d5, d6, last_addr = (Signal(cfg.log_acc_depth, name=n)
+                                 for n in ("d4", "d5", "d6", "last_addr"))
+        r6, last_data = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
 
         def operand(addr, sram):
-            return Mux(v5 & (d5 == addr), r5,
+            return Mux(v6 & (d6 == addr), r6,
                        Mux(last_valid & (last_addr == addr), last_data, sram))
 
-        # S3: operands registered; the flags say the micro-op now in S4 writes them.
+        # S3: operands registered; the flags say the micro-op now in S4 (one) or S5 (two
+        # ahead) writes them.
         a4, b4 = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
-        hit_a, hit_b = Signal(), Signal()
+        hit1_a, hit1_b, hit2_a, hit2_b = (Signal(name=n)
+                                          for n in ("hit1_a", "hit1_b", "hit2_a", "hit2_b"))
         m.d.sync += [v4.eq(v3), d4.eq(d3),
                      a4.eq(operand(d3, self.acc_rdata)),
                      b4.eq(Mux(use_imm, imm.as_unsigned().replicate(lanes),
                                operand(s3, self.src_rdata))),
-                     hit_a.eq(v4 & (d4 == d3)), hit_b.eq(~use_imm & v4 & (d4 == s3))]
+                     hit1_a.eq(v4 & (d4 == d3)), hit1_b.eq(~use_imm & v4 & (d4 == s3)),
+                     hit2_a.eq(v5 & (d5 == d3)), hit2_b.eq(~use_imm & v5 & (d5 == s3))]
+        r5 = self._lanes(m, op, a4, b4, hit1_a, hit1_b, hit2_a, hit2_b, r6)
+        m.d.sync += [v5.eq(v4), d5.eq(d4), v6.eq(v5), d6.eq(d5), r6.eq(r5)]
+        # S6 writes r6; the last write is kept for the S3 of four micro-ops behind.
+        m.d.sync += [last_valid.eq(v6), last_addr.eq(d6), last_data.eq(r6)]
+        return v6, d6, r6, v4, v5
 
-        # S4: the lanes, from registers or the result of the micro-op one ahead.
-        results = []
-        for i in range(lanes):
+    def _lanes(self, m, op, a4, b4, hit1_a, hit1_b, hit2_a, hit2_b, r6):
+        """S4: BATCH × BLOCK_OUT lanes on the registered (or forwarded) operands, their
+        results and MUL's partial products registered; S5: MUL's join. Returns S5's result
+        (combinational: the write register's input and the one-ahead forward), so the
+        multiply's two halves sit in two cycles and every op takes both."""
+        aw = self._cfg.acc_width
+        h = aw // 2
+        fwd = Signal(len(a4))        # S5's result, forwarded to the micro-op one behind
+        x5 = Signal(len(a4))
+        mul5 = Signal()
+        parts = []
+        for i in range(len(a4) // aw):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
             sl = slice(i * aw, (i + 1) * aw)
-            m.d.comb += [lane.op.eq(op), lane.a.eq(Mux(hit_a, r5[sl], a4[sl])),
-                         lane.b.eq(Mux(hit_b, r5[sl], b4[sl]))]
-            results.append(lane.r)
-        m.d.sync += [v5.eq(v4), d5.eq(d4), r5.eq(Cat(*results))]
-        # S5 writes r5; the last write is kept for the S3 of three micro-ops behind.
-        m.d.sync += [last_valid.eq(v5), last_addr.eq(d5), last_data.eq(r5)]
-        return v5, d5, r5, v4
+            m.d.comb += [lane.op.eq(op),
+                         lane.a.eq(Mux(hit1_a, fwd[sl], Mux(hit2_a, r6[sl], a4[sl]))),
+                         lane.b.eq(Mux(hit1_b, fwd[sl], Mux(hit2_b, r6[sl], b4[sl])))]
+            p_lo, p_mid = Signal(2 * h, name=f"p_lo{i}"), Signal(aw - h, name=f"p_mid{i}")
+            m.d.sync += [x5[sl].eq(lane.r), p_lo.eq(lane.p_lo), p_mid.eq(lane.p_mid)]
+            parts.append(mul_join(p_lo, p_mid, aw))
+        m.d.sync += mul5.eq(op == AluOp.MUL)
+        m.d.comb += fwd.eq(Mux(mul5, Cat(*parts), x5))
+        return fwd

@@ -138,7 +138,7 @@ GEMM_LATENCY = 7
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
 #: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes into a register, S5
 #: write (the 32-bit op has a cycle of its own between the SRAM read and the ACC write).
-ALU_LATENCY = 5
+ALU_LATENCY = 6
 
 #: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
 #: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).

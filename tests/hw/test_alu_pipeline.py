@@ -105,7 +105,7 @@ def _run(acc, uops, op, use_imm, imm, it):
 NO_LOOP = ((1, 1), (0, 0, 0, 0))
 
 
-@pytest.mark.parametrize("distance", [1, 2, 3, 4])
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("op", [AluOp.ADD, AluOp.MUL, AluOp.MAX])
 def test_read_after_write_at_every_distance_vector_mode(distance, op):
     """Micro-op j reads (as dst and as src) what micro-op j − distance wrote."""
@@ -134,3 +134,17 @@ def test_random_loops_match_sequential_semantics(seed):
                    int(rng.integers(0, 3))))
     want = _reference(acc, uops, op, use_imm, imm, it)
     assert np.array_equal(_run(acc, uops, op, use_imm, imm, it), want)
+
+
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("use_imm", [0, 1])
+def test_mul_wraps_at_every_distance(distance, use_imm):
+    """Full-range 32-bit operands: the product's low bits, split over two stages, at every
+    read-after-write distance the forwarding covers (and one beyond)."""
+    rng = np.random.default_rng(100 + distance * 2 + use_imm)
+    acc = rng.integers(-(1 << 31), 1 << 31, (CFG.acc_depth, LANES), dtype=np.int64)
+    dsts = [(5 * k + 2) % 16 for k in range(distance)]
+    uops = [(dsts[k % distance], dsts[(k + 1) % distance]) for k in range(10)]
+    imm = -30001 if use_imm else 0
+    want = _reference(acc, uops, AluOp.MUL, use_imm, imm, NO_LOOP)
+    assert np.array_equal(_run(acc, uops, AluOp.MUL, use_imm, imm, NO_LOOP), want)
