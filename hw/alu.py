@@ -75,18 +75,21 @@ class TensorAlu(wiring.Component):
     """Pipelined tensor ALU: one micro-op per cycle, with an immediate and in vector mode.
 
     ``start`` in cycle *c* → micro-op *j* issued in *c* + 1 + *j*, writes ACC[dst] in
-    *c* + 1 + *j* + ``ALU_LATENCY`` (5); ``busy`` lasts N + 5 cycles for N micro-ops. Pipeline:
+    *c* + 1 + *j* + ``ALU_LATENCY`` (6); ``busy`` lasts N + 6 cycles for N micro-ops. Pipeline:
     S0 micro-op read; S1 indices; S2 range check and ACC reads of dst (port A) and src (port B);
     S3 operands registered (SRAM data or forwarded, the immediate folded in); S4 BATCH ×
-    BLOCK_OUT lanes compute into a result register; S5 write. The lanes sit between registers,
-    so neither the SRAM read nor the ACC write shares the 32-bit op's cycle (the FPGA's
-    critical paths). Vector mode runs at the same rate because the ACC buffer has a second read
-    port for src (on an FPGA: a copy of the ACC buffer, the price of never stalling).
-    The S2 read misses the writes of the three micro-ops ahead: the one writing in the same
-    cycle and the one writing in S3's cycle are forwarded into the S3 registers (from the
-    last-write register and the result register); the one just ahead computes in S4 while S3
-    runs, so its result is forwarded at the lanes' inputs in S4, selected by a flag S3
-    registered. Every micro-op sees all earlier results. An index past the ACC depth (src only
+    BLOCK_OUT lanes compute MIN/MAX/ADD/SHR, and MUL's partial products of 16-bit halves, into
+    registers; S5 MUL's halves joined (one 16-bit add), every op's result into a register; S6
+    write. No 32-bit multiply sits in one cycle (the FPGA's critical path before), and neither
+    the SRAM read nor the ACC write shares a cycle with an op. Vector mode runs at the same
+    rate because the ACC buffer has a second read port for src (on an FPGA: a copy of the ACC
+    buffer, the price of never stalling).
+    The S2 read misses the writes of the four micro-ops ahead: the one writing in the same cycle
+    and the one writing in S3's cycle are forwarded into the S3 registers (from the last-write
+    register and the result register); at the lanes' inputs in S4, by flags S3 registered, the
+    one two ahead from the result register and the one just ahead from S5's join (its
+    16-bit add then precedes the lanes' multipliers: the price of full rate on a dependent
+    chain). Every micro-op sees all earlier results. An index past the ACC depth (src only
     in vector mode) raises ``err`` in S2.
     """
 

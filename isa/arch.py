@@ -136,8 +136,9 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 #: (no block-RAM read shares a cycle with a multiplier or the 32-bit add).
 GEMM_LATENCY = 7
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
-#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes into a register, S5
-#: write (the 32-bit op has a cycle of its own between the SRAM read and the ACC write).
+#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes (MUL: partial products
+#: of 16-bit halves) into registers, S5 MUL's halves joined into the result register, S6 write
+#: (every op takes both stages, so results come in order).
 ALU_LATENCY = 6
 
 #: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
