@@ -163,7 +163,6 @@ class TensorAlu(wiring.Component):
         flagged the address match, S5's result (one ahead, the join's output) over the S6
         result (two ahead)."""
         cfg = self._cfg
-        aw = cfg.acc_width
         lanes = cfg.batch * cfg.block_out
         v4, v5, v6, last_valid = Signal(), Signal(), Signal(), Signal()
         d4, d5, d6, last_addr = (Signal(cfg.log_acc_depth, name=n)
