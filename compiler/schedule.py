@@ -16,7 +16,7 @@ import functools
 import itertools
 from dataclasses import asdict, dataclass
 
-from isa.arch import GEMM_LATENCY
+from isa.arch import ALU_LATENCY, GEMM_LATENCY
 from isa.config import LOOP_ITER_BITS
 
 from .errors import DoesNotFit
@@ -25,7 +25,7 @@ from .packing import ceil_div
 
 __all__ = ["Schedule", "sram_need", "check_fits", "candidates", "estimate", "choose",
            "hazard_free_layout", "valid_span", "valid_gemm_uops", "SMALLEST",
-           "GEMM_INSN_CYCLES"]
+           "GEMM_INSN_CYCLES", "ALU_INSN_CYCLES"]
 
 # Micro-ops the lowering adds besides the GEMM kernel (reset and ALU kernels: one each).
 _EXTRA_UOPS = 16
@@ -33,6 +33,7 @@ _MAX_ITER = (1 << LOOP_ITER_BITS) - 1
 # Cycles one more GEMM or ALU instruction costs on the compute module besides its micro-ops:
 # the pipeline drains (its latency), then retire and the next start (sim/timing/compute.py).
 GEMM_INSN_CYCLES = GEMM_LATENCY + 2
+ALU_INSN_CYCLES = ALU_LATENCY + 2
 # What a tile costs the compute module beyond its instructions: its loads into ACC and of
 # micro-op kernels wait for the memory port behind the load module's transfers, and the token
 # round trips with store (100-250 cycles measured on small layers; a conservative share).
@@ -232,9 +233,9 @@ def estimate(geo: ConvGeometry, s: Schedule) -> dict:
     uop_load = loads * (kernel * cfg.uop_elem_bytes / cfg.bus_bytes + lat)
     # an initialisation by the ALU saves the tail's leading ADD (not on a half's first tile)
     passes = len(op.tail) + planes - 1
-    alu = tiles * (r * passes + 8 * len(op.tail))
+    alu = tiles * (r * passes + ALU_INSN_CYCLES * len(op.tail))
     if acc_init_step(op) is not None:
-        alu -= max(tiles - s.vt, 0) * (r + 8)
+        alu -= max(tiles - s.vt, 0) * (r + ALU_INSN_CYCLES)
     compute = (gemm + alu + uop_load + acc_bytes / cfg.bus_bytes
                + tiles * lat * (s.tco * op.residual + bool(op.consts)) + tiles * TILE_CYCLES)
     if s.vt == 2:
