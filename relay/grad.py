@@ -634,3 +634,36 @@ def _lrn_grad(args, out, g, attrs, types):
     through_d = op_call("multiply", scalar(2 * attrs["beta"] * attrs["alpha"] / n),
                         op_call("multiply", x, _along_last(inner, axis, t.ndim, band)))
     return [op_call("subtract", direct, through_d)]
+
+
+@register_gradient("take")
+def _take_grad(args, out, g, attrs, types):
+    """A scatter-add of ``g`` into zeros at the indices, normalised as the kernel does (``wrap``
+    takes them modulo the axis, ``clip`` and ``fast`` clamp them, negatives included): ``g`` with
+    the indices' axes flattened to ``k`` times the one-hot ``onehot[k, j] = (index_k == j)``, so
+    repeated indices add.  The indices get no gradient."""
+    from .op._common import known
+    x, idx = args
+    t, it = types[0], types[1]
+    if not all(known(d) for d in t.shape + it.shape):
+        raise GradientError("the take gradient needs static shapes")
+    if attrs["axis"] is None:
+        pre, n, post = 1, int(np.prod(t.shape, dtype=np.int64)), 1
+    else:
+        axis = attrs["axis"] % t.ndim
+        pre, n, post = (int(np.prod(s, dtype=np.int64)) for s in (t.shape[:axis], t.shape[axis], t.shape[axis + 1:]))
+    k = int(np.prod(it.shape, dtype=np.int64))
+    if 0 in (pre, n, post, k):
+        return [_zeros(x), None]     # nothing taken (and reshape would read a 0 as "keep")
+    i = op_call("reshape", op_call("cast", idx, dtype="int64"), newshape=[k, 1])   # int64 as the kernel
+    if attrs["mode"] == "wrap":
+        # floor modulo from the C-truncating divide: r = i - n trunc(i / n), plus n where negative
+        size = const(np.asarray(n, "int64"))
+        r = op_call("subtract", i, op_call("multiply", size, op_call("divide", i, size)))
+        i = op_call("where", op_call("less", r, const(np.asarray(0, "int64"))), op_call("add", r, size), r)
+    else:
+        i = op_call("clip", i, a_min=0, a_max=n - 1)
+    onehot = op_call("cast", op_call("equal", i, Constant(np.arange(n, dtype="int64"))), dtype=types[0].dtype)
+    flat = op_call("transpose", op_call("reshape", g, newshape=[pre, k, post]), axes=[0, 2, 1])
+    dx = op_call("transpose", op_call("nn.matmul", flat, onehot), axes=[0, 2, 1])
+    return [op_call("reshape", dx, newshape=list(t.shape)), None]
