@@ -18,6 +18,18 @@ NB, BI, BO = CFG.batch, CFG.block_in, CFG.block_out
 AW = CFG.acc_width
 
 
+async def _start(ctx, g, n_uops, iters, factors, reset):
+    """Present one GEMM instruction (micro-ops 0 … n_uops − 1) and pulse ``start`` for a cycle."""
+    (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi) = iters, factors
+    for f, v in dict(uop_bgn=0, uop_end=n_uops, iter_out=io, iter_in=ii, reset=reset,
+                     dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
+                     src_factor_in=sfi, wgt_factor_out=wfo, wgt_factor_in=wfi).items():
+        ctx.set(getattr(g.insn, f), v)
+    ctx.set(g.start, 1)
+    await ctx.tick()
+    ctx.set(g.start, 0)
+
+
 def _pack(values, width):
     mask = (1 << width) - 1
     return sum((int(v) & mask) << (i * width) for i, v in enumerate(np.ravel(values)))
@@ -86,13 +98,7 @@ def _run(acc, inp, wgt, uops, reset, it):
     log = {}
 
     async def bench(ctx):
-        for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=io, iter_in=ii, reset=reset,
-                         dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
-                         src_factor_in=sfi, wgt_factor_out=wfo, wgt_factor_in=wfi).items():
-            ctx.set(getattr(g.insn, f), v)
-        ctx.set(g.start, 1)
-        await ctx.tick()
-        ctx.set(g.start, 0)
+        await _start(ctx, g, len(uops), (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi), reset)
         writes, busy, done = [], 0, 0
         for t in range(1, n + GEMM_LATENCY + 4):
             assert not ctx.get(g.err)
@@ -204,13 +210,7 @@ def test_index_past_a_buffer_stops_at_its_micro_op(it):
     log = {}
 
     async def bench(ctx):
-        for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=io, iter_in=ii, reset=0,
-                         dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
-                         src_factor_in=sfi, wgt_factor_out=wfo, wgt_factor_in=wfi).items():
-            ctx.set(getattr(g.insn, f), v)
-        ctx.set(g.start, 1)
-        await ctx.tick()
-        ctx.set(g.start, 0)
+        await _start(ctx, g, len(uops), (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi), 0)
         errs, writes = [], 0
         for t in range(1, io * ii * len(uops) + GEMM_LATENCY + 4):
             if ctx.get(g.err):
