@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.memory import Memory
-from amaranth.sim import Simulator
 
 from hw.alu import TensorAlu
 from hw.fields import uop
@@ -13,6 +12,8 @@ from isa.arch import ALU_LATENCY
 from isa.config import load_config
 from isa.encoding import AluOp
 from sim.functional import alu_op
+
+from .pipeline_bench import assert_back_to_back, simulate
 
 CFG = load_config("tiny")
 LANES = CFG.batch * CFG.block_out
@@ -92,13 +93,8 @@ def _run(acc, uops, op, use_imm, imm, it):
         log["writes"], log["busy"] = writes, busy
         log["acc"] = [ctx.get(dut.abuf.data[i]) for i in range(CFG.acc_depth)]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    # micro-op j of a start in cycle 0 issues in 1 + j and writes in 1 + j + ALU_LATENCY
-    assert log["writes"] == [1 + j + ALU_LATENCY for j in range(n)]
-    assert log["busy"] == n + ALU_LATENCY
+    simulate(dut, bench)
+    assert_back_to_back(log, n, ALU_LATENCY)
     return np.array([_unpack(w) for w in log["acc"]], np.int64)
 
 

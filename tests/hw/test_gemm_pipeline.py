@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.memory import Memory
-from amaranth.sim import Simulator
 
 from hw.fields import uop
 from hw.gemm import GemmCore
 from isa.arch import GEMM_LATENCY
 from isa.config import load_config
+
+from .pipeline_bench import assert_back_to_back, simulate
 
 CFG = load_config("tiny")
 NB, BI, BO = CFG.batch, CFG.block_in, CFG.block_out
@@ -110,13 +111,8 @@ def _run(acc, inp, wgt, uops, reset, it):
         log.update(writes=writes, busy=busy, done=done)
         log["acc"] = [ctx.get(dut.abuf.data[i]) for i in range(CFG.acc_depth)]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    # micro-op j of a start in cycle 0 issues in 1 + j and writes in 1 + j + GEMM_LATENCY
-    assert log["writes"] == [1 + j + GEMM_LATENCY for j in range(n)]
-    assert log["busy"] == n + GEMM_LATENCY
+    simulate(dut, bench)
+    assert_back_to_back(log, n, GEMM_LATENCY)
     assert log["done"] == (0 if reset else n)
     return np.array([_unpack(w, NB * BO, AW) for w in log["acc"]], np.int64)
 
@@ -219,9 +215,6 @@ def test_index_past_a_buffer_stops_at_its_micro_op(it):
             await ctx.tick()
         log.update(errs=errs, writes=writes)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     assert log["errs"] == [1 + bad + 2]         # issued in 1 + j, checked in S2
     assert log["writes"] == bad
