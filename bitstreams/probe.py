@@ -98,9 +98,36 @@ def _uop_loop(cfg):
                                             "wgt": cfg.log_wgt_depth}))
 
 
+def _load(cfg):
+    from hw.load import LoadModule
+    return LoadModule(cfg)
+
+
+def _store(cfg):
+    from hw.store import StoreModule
+    return StoreModule(cfg)
+
+
+def _csr(cfg):
+    from hw.csr import ControlRegisters
+    return ControlRegisters(cfg)
+
+
+def _board(cfg):
+    """The on-chip board design (host link, registers, DRAM, memory-port slice) with the core
+    outside: its ports registered like every probe's, so only the board's own paths count."""
+    from isa import hostlink as H
+    from hw.board.soc import BoardSoC
+    from hw.board.ulx3s import DEFAULT_MEM_BYTES, uart_divisor
+    hz = cfg.target_mhz * 1e6
+    return BoardSoC(cfg, mem_bytes=DEFAULT_MEM_BYTES, divisor=uart_divisor(hz, H.DEFAULT_BAUD),
+                    idle_timeout=int(H.IDLE_TIMEOUT_S * hz), clock_hz=round(hz),
+                    external_core=True)
+
+
 #: The blocks a probe can measure: name → constructor from a configuration.
 BLOCKS = {"compute": _compute, "gemm": _gemm, "gemm_buffers": _gemm_buffers, "alu": _alu,
-          "uop_loop": _uop_loop}
+          "uop_loop": _uop_loop, "load": _load, "store": _store, "csr": _csr, "board": _board}
 
 
 class RegisteredIO(Elaboratable):

@@ -31,19 +31,24 @@ class _Walker:
     """Walks the bursts of a 2-D transfer (the rule of :func:`isa.bursts.span_beats`, row by
     row): ``cur`` the next beat, ``left`` the beats left in the row, ``next_row`` the next
     row's byte address, ``rows_left`` the rows after this one. ``burst`` is the next burst's
-    length; ``advance`` moves past it (to the next row's first beat when it ends the row).
+    length, ``row_end`` whether it ends the row; ``advance`` moves past it (to the next row's
+    first beat when it ends the row).
 
     Rows have ``count ≥ 1`` elements. A row at byte address ``a`` spans
     ``ceil(count·E / B)`` beats plus one if ``a mod B`` pushes its last byte over a beat
     boundary (B the bus bytes): both terms are fixed at ``start``, so the next row's span
-    is a register plus a carry, and the address arithmetic on the way to ``left`` is one
-    adder deep (Fmax; docs/hardware.md §12)."""
+    is a choice of two registers (Fmax; docs/hardware.md §12). ``burst`` and ``row_end``
+    are registers too, set with ``cur`` and ``left`` (``min(left, room)`` and
+    ``left ≤ room``, ``room`` the beats to the next ``M``-beat boundary), so nothing on the
+    way from the walker to the memory port, or back to its own registers, compares ``left``.
+    """
 
     def __init__(self, m: Module, cfg: VTAConfig, elem_bytes: int, count_bits: int, stride,
                  name: str):
         self.lb = _log2(cfg.bus_bytes)
         self.le = _log2(elem_bytes)
         self.lm = _log2(cfg.max_burst_beats)
+        self.mb = cfg.max_burst_beats
         beats_bits = count_bits + max(self.le - self.lb, 0) + 1
         self.cur = Signal(_WIDE, name=f"{name}_cur")
         self.left = Signal(beats_bits, name=f"{name}_left")
@@ -52,39 +57,68 @@ class _Walker:
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
         self._whole = Signal(beats_bits, name=f"{name}_whole")      # ceil(count·E / B)
+        self._whole1 = Signal(beats_bits, name=f"{name}_whole1")    # the same plus one
         self._tail = Signal(max(self.lb, 1), name=f"{name}_tail")   # (count·E − 1) mod B
         self._stride = stride
-        mb = cfg.max_burst_beats
-        room = Signal(range(mb + 1), name=f"{name}_room")
-        m.d.comb += room.eq(mb - self.cur[:self.lm]) if self.lm else room.eq(1)
-        m.d.comb += [self.burst.eq(Mux(self.left < room, self.left, room)),
-                     self.row_end.eq(self.left == self.burst)]
-        self._first_n, self._beats_n = self._span(self.next_row, self._whole, self._tail)
+        self._first_n, self._beats_n = self._span(self.next_row, self._whole, self._whole1,
+                                                  self._tail)
 
-    def _span(self, addr, whole, tail):
+    def _span(self, addr, whole, whole1, tail):
         """(first beat, beats) of a row at byte address ``addr``."""
         if not self.lb:
             return addr, whole
         over = (addr[:self.lb] + tail)[self.lb]
-        return addr >> self.lb, whole + over
+        return addr >> self.lb, Mux(over, whole1, whole)
 
-    def start(self, m: Module, addr, count, rows, stride):
+    def _fit(self, beats, first):
+        """(burst, row end) of a row's remaining ``beats`` from beat ``first``: the burst
+        stops at the row's end or at the next ``M``-beat boundary. Expressions, not signals:
+        they are used under the callers' conditions, which must not gate them."""
+        w = self.lm + 1
+        room = (self.mb - first[:self.lm])[:w] if self.lm else Const(self.mb, w)
+        hi = beats[w:]
+        # beats ≤ room ≤ M: the high bits are zero and the low ones compare (a short chain)
+        fits = ((hi == 0) if len(hi) else Const(1)) & (beats[:w] <= room)
+        return Mux(fits, beats[:w], room), fits
+
+    def _set(self, m, cur, left, fit_beats, first):
+        burst, fits = self._fit(fit_beats, first)
+        m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
+                     self.row_end.eq(fits)]
+
+    def prepare(self, m: Module, addr, count, rows, stride) -> dict:
+        """The walker's state at the start of a transfer from the engine's inputs, registered
+        every cycle: ``start`` copies them, so the inputs must be held from the cycle before
+        ``start`` (the modules give the queue head, which sits there ``HEAD_SETTLE`` cycles
+        first). The span arithmetic is then off the path of the start condition (Fmax)."""
         nbytes = count << self.le
         whole = Signal.like(self._whole)
         tail = Signal.like(self._tail)
         m.d.comb += [whole.eq((nbytes + (1 << self.lb) - 1) >> self.lb),
                      tail.eq((nbytes - 1)[:len(tail)] if self.lb else 0)]
-        first, beats = self._span(addr, whole, tail)
-        m.d.sync += [self.cur.eq(first), self.left.eq(Mux(rows == 0, 0, beats)),
-                     self.next_row.eq(addr + stride), self.rows_left.eq(rows - 1),
-                     self._whole.eq(whole), self._tail.eq(tail)]
+        first, beats = self._span(addr, whole, whole + 1, tail)
+        burst, fits = self._fit(beats, first)
+        values = {"cur": first, "left": Mux(rows == 0, 0, beats), "burst": burst,
+                  "row_end": fits, "next_row": addr + stride, "rows_left": rows - 1,
+                  "_whole": whole, "_whole1": whole + 1, "_tail": tail}
+        pre = {}
+        for name, value in values.items():
+            pre[name] = reg = Signal.like(getattr(self, name), name=f"pre{name}")
+            m.d.sync += reg.eq(value)
+        return pre
+
+    def start(self, m: Module, pre: dict):
+        m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items()]
 
     def advance(self, m: Module):
-        m.d.sync += [self.cur.eq(self.cur + self.burst), self.left.eq(self.left - self.burst)]
         with m.If(self.row_end & (self.rows_left != 0)):
+            self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n)
             m.d.sync += [self.next_row.eq(self.next_row + self._stride),
-                         self.cur.eq(self._first_n), self.left.eq(self._beats_n),
                          self.rows_left.eq(self.rows_left - 1)]
+        with m.Else():
+            # inside a row the burst ran to an M-beat boundary: the next one starts on it
+            left = self.left - self.burst
+            self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)))
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -104,7 +138,8 @@ class DmaReader(wiring.Component):
     from ``rd``) while ``out.ready``: one beat per cycle if ``elem_bytes ≥ bus_bytes``;
     otherwise one element per cycle (``rd.ready`` only with the beat's last element of the
     row's span). ``busy`` is high from *c* + 1 until every command is issued and every element
-    has left.
+    has left. ``addr``, ``count``, ``rows`` and ``stride`` are held from *c* − 1 to *c*
+    (:meth:`_Walker.prepare`).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -125,6 +160,7 @@ class DmaReader(wiring.Component):
         count = Signal(self._count_bits)
         stride = Signal(ADDR_BITS)
         iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
+        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride)
         port = self.port
         rd_fire = Signal()
         take = Signal()
@@ -141,7 +177,7 @@ class DmaReader(wiring.Component):
         with m.If(port.rcmd.valid & port.rcmd.ready):
             iw.advance(m)
         with m.If(self.start):
-            iw.start(m, self.addr, self.count, self.rows, self.stride)
+            iw.start(m, pre)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
                          drows_left.eq(self.rows - 1), left.eq(self.count),
                          active.eq((self.rows != 0) & (self.count != 0))]
@@ -201,7 +237,8 @@ class DmaWriter(wiring.Component):
     ``elem_bytes / bus_bytes`` beats, full strobes), otherwise one element per cycle and a beat
     in the cycle its last element (of the beat, or of the row) arrives, with the strobes of the
     lanes it carries. ``busy`` is high from *c* + 1 until every beat is written and the last
-    ``wr_ack`` has been seen.
+    ``wr_ack`` has been seen. ``addr``, ``count``, ``rows`` and ``stride`` are held from
+    *c* − 1 to *c* (:meth:`_Walker.prepare`).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -223,6 +260,7 @@ class DmaWriter(wiring.Component):
         stride = Signal(ADDR_BITS)
         iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
         dw = _Walker(m, cfg, eb, self._count_bits, stride, "data")
+        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride)
         port = self.port
         pending = Signal(range(depth + 1))   # write bursts not yet acknowledged
         ahead = Signal(range(depth + 1))     # bursts commanded whose beats are still to go
@@ -248,8 +286,8 @@ class DmaWriter(wiring.Component):
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(self.start):
-            iw.start(m, self.addr, self.count, self.rows, self.stride)
-            dw.start(m, self.addr, self.count, self.rows, self.stride)
+            iw.start(m, pre)
+            dw.start(m, pre)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
                          active.eq((self.rows != 0) & (self.count != 0))]
         with m.Elif(burst_done):
@@ -351,12 +389,12 @@ class TensorLoader(wiring.Component):
         r = Signal(24)       # row counter
         n = Signal(24)       # cells left in the current zero run / data run
         sram_addr = Signal(ADDR_BITS)
+        # the instruction's sums, registered with it: ROW compares registers (Fmax)
         row_len = Signal(24)
         rows = Signal(24)
+        data_end = Signal(24)      # the first bottom pad row
         le = _log2(self._eb)
         m.d.comb += [
-            row_len.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1),
-            rows.eq(insn.y_pad_0 + insn.y_size + insn.y_pad_1),
             reader.start.eq(self.start),
             reader.addr.eq(self.insn.dram_base << le),
             reader.count.eq(self.insn.x_size),
@@ -384,14 +422,17 @@ class TensorLoader(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [insn.eq(self.insn), r.eq(0),
-                                 sram_addr.eq(self.insn.sram_base)]
+                    f = self.insn
+                    m.d.sync += [insn.eq(f), r.eq(0), sram_addr.eq(f.sram_base),
+                                 row_len.eq(f.x_pad_0 + f.x_size + f.x_pad_1),
+                                 rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
+                                 data_end.eq(f.y_pad_0 + f.y_size)]
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
                 with m.If(r == rows):
                     m.next = "IDLE"
-                with m.Elif((r < insn.y_pad_0) | (r >= insn.y_pad_0 + insn.y_size)):
+                with m.Elif((r < insn.y_pad_0) | (r >= data_end)):
                     m.d.sync += n.eq(row_len)
                     m.next = "ZERO"
                 with m.Elif(insn.x_pad_0 != 0):

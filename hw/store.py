@@ -65,9 +65,13 @@ class StoreModule(wiring.Component):
         sram_bad, dram_bad = mem_range_checks(m, head, dram_size=self.dram_size, padded=False,
                                               kinds={"out": (eb, cfg.acc_depth)})["out"]
 
+        # the element count registered from the head (held HEAD_SETTLE cycles before a
+        # start): the multiplier is off the start condition's path (Fmax)
+        area = Signal(32)
+        m.d.sync += area.eq(head.x_size * head.y_size)
         row_start = Signal()
         with m.If(row_start):
-            m.d.sync += [left.eq(head.x_size * head.y_size), valid.eq(0)]
+            m.d.sync += [left.eq(area), valid.eq(0)]
         with m.Elif(advance):
             m.d.sync += valid.eq(left != 0)
             with m.If(left != 0):

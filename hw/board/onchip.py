@@ -100,8 +100,9 @@ class OnChipMemory(wiring.Component):
     """``size`` bytes of block RAM as the core's DRAM (``port``) and the host's (``bus``).
 
     The core has priority: a host access is served in a cycle in which the adapter is idle and
-    the core requests nothing; a write is acknowledged in that cycle, a read in the next (and
-    the core's next command waits that one cycle). Word addresses past the memory wrap around
+    the core requests nothing; a write is acknowledged in that cycle, a read two cycles later
+    (the word passes a register; the core's next command waits the one cycle the block RAM's
+    output is the host's). Word addresses past the memory wrap around
     (the core's DRAM_SIZE check keeps it inside; the host link checks the host).
     """
 
@@ -130,12 +131,18 @@ class OnChipMemory(wiring.Component):
         word = bus.addr[lane_bits:lane_bits + addr_bits]
         lane = bus.addr[:lane_bits] if lane_bits else 0
         read_lane = Signal(max(1, lane_bits))
-        reading = Signal()
+        reading = Signal()                   # the block RAM's output is the host's word
+        answer = Signal()                    # the word is in `rdata`: acknowledged
+        rdata = Signal(32)
         host = Signal()                      # the host owns the SRAM port in this cycle
-        m.d.comb += host.eq(bus.stb & ~reading & ad.idle & ~ad.busy_next)
+        m.d.comb += host.eq(bus.stb & ~reading & ~answer & ad.idle & ~ad.busy_next)
         m.d.comb += ad.hold.eq(reading)
-        m.d.sync += reading.eq(host & ~bus.we)
+        m.d.sync += [reading.eq(host & ~bus.we), answer.eq(reading)]
         m.d.sync += read_lane.eq(lane)
+        # registered on the way to the host link: the block RAM's clock-to-output (no output
+        # register) and the host's read multiplexers are not one path (Fmax)
+        with m.If(reading):
+            m.d.sync += rdata.eq(rp.data.word_select(read_lane, 32))
         with m.If(host):
             m.d.comb += [rp.addr.eq(word), rp.en.eq(~bus.we), wp.addr.eq(word),
                          wp.data.eq(bus.wdata.replicate(lanes)),
@@ -145,6 +152,6 @@ class OnChipMemory(wiring.Component):
                          wp.addr.eq(ad.sram.waddr), wp.data.eq(ad.sram.wdata),
                          wp.en.eq(ad.sram.wen)]
         m.d.comb += [ad.sram.rdata.eq(rp.data),
-                     bus.rdata.eq(rp.data.word_select(read_lane, 32)),
-                     bus.ack.eq((host & bus.we) | reading)]
+                     bus.rdata.eq(rdata),
+                     bus.ack.eq((host & bus.we) | answer)]
         return m

@@ -74,16 +74,23 @@ class BoardSoC(wiring.Component):
     ``sdram`` pins; the host sees its first ``mem_bytes``). Ports: ``rx``/``tx`` (the serial
     line at one bit per ``divisor`` cycles), ``leds`` (bit 0 running, bit 1 done, bit 2 error).
     The host's address map is :mod:`isa.hostlink`'s: DRAM from 0, the registers of
-    :mod:`isa.registers` at ``CSR_BASE``.
+    :mod:`isa.registers` at ``CSR_BASE``. ``external_core``: no core inside, its ports are
+    the design's port ``core`` (to measure the board's own paths, ``bitstreams.probe``).
     """
 
     def __init__(self, cfg: VTAConfig, *, mem_bytes: int, divisor: int, idle_timeout: int,
-                 clock_hz: int = 0, memory: str = "onchip"):
+                 clock_hz: int = 0, memory: str = "onchip", external_core: bool = False):
         if memory not in MEMORIES:
             raise ValueError(f"board memory {memory!r}: choose from {', '.join(MEMORIES)}")
         self._cfg, self._mem_bytes, self._clock_hz = cfg, mem_bytes, clock_hz
         self._divisor, self._timeout, self.memory = divisor, idle_timeout, memory
         ports = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(3)}
+        if external_core:
+            # the core's ports as the design's own (bitstreams.probe registers them: the
+            # board's paths measured without the core's)
+            stand_in = VTACore(cfg)
+            stand_in._MustUse__silence = True      # built for its signature only
+            ports["core"] = In(stand_in.signature)
         if memory == "sdram":
             from .sdram_model import SdramPinsSignature
             ports["sdram"] = Out(SdramPinsSignature())
@@ -100,7 +107,10 @@ class BoardSoC(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        m.submodules.core = core = VTACore(cfg)
+        if "core" in self.signature.members:
+            core = wiring.flipped(self.core)
+        else:
+            m.submodules.core = core = VTACore(cfg)
         m.submodules.csr = csr = ControlRegisters(cfg)
         if self.memory == "sdram":
             from .sdram import SdramMemory
@@ -134,20 +144,26 @@ class BoardSoC(wiring.Component):
 
         # Address decoding: registers at CSR_BASE, the description at INFO_BASE (one page
         # each; answered at once, even before the SDRAM is ready), DRAM below mem_bytes.
+        # The decode is registered and an access reaches its slave from its second cycle
+        # (`settled`: the same access, so the same address, a cycle before), so no path runs
+        # from the address compares into the memory's block-RAM port (Fmax).
         host = bridge.bus
         page_bits = (H.PAGE_BYTES // H.WORD_BYTES).bit_length() - 1
-        is_csr = host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES
-        is_info = host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES
-        is_mem = host.addr < self._mem_bytes // H.WORD_BYTES
+        is_csr, is_info, is_mem, settled = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [is_csr.eq(host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES),
+                     is_info.eq(host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES),
+                     is_mem.eq(host.addr < self._mem_bytes // H.WORD_BYTES),
+                     settled.eq(host.stb & ~host.ack)]
+        stb = host.stb & settled
         for slave, sel in ((to_csr.bus, is_csr), (mem.bus, is_mem)):
             m.d.comb += [slave.addr.eq(host.addr), slave.we.eq(host.we),
-                         slave.wdata.eq(host.wdata), slave.stb.eq(host.stb & sel)]
+                         slave.wdata.eq(host.wdata), slave.stb.eq(stb & sel)]
         with m.If(is_csr):
             m.d.comb += [host.ack.eq(to_csr.bus.ack), host.rdata.eq(to_csr.bus.rdata)]
         with m.Elif(is_mem):
             m.d.comb += [host.ack.eq(mem.bus.ack), host.rdata.eq(mem.bus.rdata)]
         with m.Else():
-            m.d.comb += host.ack.eq(host.stb)      # the description; unmapped: reads 0
+            m.d.comb += host.ack.eq(stb)           # the description; unmapped: reads 0
             with m.If(is_info):
                 with m.Switch(host.addr[:page_bits]):
                     for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),

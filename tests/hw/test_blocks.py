@@ -187,6 +187,7 @@ def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure,
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
+        await ctx.tick()                # the inputs are held from the cycle before start
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
@@ -231,6 +232,7 @@ def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, str
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
+        await ctx.tick()                # the inputs are held from the cycle before start
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
