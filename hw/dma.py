@@ -8,18 +8,23 @@ each row and are split so that none crosses a ``max_burst_beats × bus_bytes`` b
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from isa.arch import HEAD_SETTLE
 from isa.config import VTAConfig
 
 from .fields import mem_insn
 from .memport import ADDR_BITS, MemPortSignature
 
-__all__ = ["DmaReader", "DmaWriter", "TensorLoader"]
+__all__ = ["DmaReader", "DmaWriter", "TensorLoader", "PREPARE_CYCLES"]
 
 _WIDE = ADDR_BITS + 16
+#: Cycles an engine's inputs are held before ``start`` (``_Walker.prepare``'s two stages).
+PREPARE_CYCLES = 2
+# the modules start the engines from the queue head, which has sat there that long
+assert HEAD_SETTLE >= PREPARE_CYCLES
 
 
 def _log2(n: int) -> int:
@@ -87,25 +92,36 @@ class _Walker:
                      self.row_end.eq(fits)]
 
     def prepare(self, m: Module, addr, count, rows, stride) -> dict:
-        """The walker's state at the start of a transfer from the engine's inputs, registered
-        every cycle: ``start`` copies them, so the inputs must be held from the cycle before
-        ``start`` (the modules give the queue head, which sits there ``HEAD_SETTLE`` cycles
-        first). The span arithmetic is then off the path of the start condition (Fmax)."""
+        """The walker's state at the start of a transfer from the engine's inputs, in two
+        registered stages (P1 the row's span terms, P2 its first burst) computed every cycle:
+        ``start`` copies them, so the inputs must be held ``PREPARE_CYCLES`` cycles before
+        ``start`` and in its cycle (the modules give the queue head, which sits there
+        ``HEAD_SETTLE`` cycles first). The span arithmetic is then off the start condition's
+        path (Fmax)."""
+        def stage(values, tag):
+            regs = {}
+            for name, value in values.items():
+                like = getattr(self, name, None)
+                regs[name] = reg = (Signal.like(like, name=f"{tag}{name}") if like is not None
+                                    else Signal(len(Value.cast(value)), name=f"{tag}{name}"))
+                m.d.sync += reg.eq(value)
+            return regs
+
         nbytes = count << self.le
-        whole = Signal.like(self._whole)
-        tail = Signal.like(self._tail)
-        m.d.comb += [whole.eq((nbytes + (1 << self.lb) - 1) >> self.lb),
-                     tail.eq((nbytes - 1)[:len(tail)] if self.lb else 0)]
-        first, beats = self._span(addr, whole, whole + 1, tail)
+        lb = self.lb
+        # P1: ceil(n / B) and one more (two parallel adders), the tail, the first beat
+        p1 = stage({"_whole": (nbytes + (1 << lb) - 1) >> lb,
+                    "_whole1": (nbytes + (2 << lb) - 1) >> lb,
+                    "_tail": (nbytes - 1)[:len(self._tail)] if lb else 0,
+                    "addr": addr, "next_row": addr + stride, "rows_left": rows - 1,
+                    "rows_nz": rows != 0}, "p1")
+        first, beats = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
         burst, fits = self._fit(beats, first)
-        values = {"cur": first, "left": Mux(rows == 0, 0, beats), "burst": burst,
-                  "row_end": fits, "next_row": addr + stride, "rows_left": rows - 1,
-                  "_whole": whole, "_whole1": whole + 1, "_tail": tail}
-        pre = {}
-        for name, value in values.items():
-            pre[name] = reg = Signal.like(getattr(self, name), name=f"pre{name}")
-            m.d.sync += reg.eq(value)
-        return pre
+        # P2: the first burst
+        p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
+                    "row_end": fits}, "p2")
+        return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "_whole", "_whole1",
+                                             "_tail")}}
 
     def start(self, m: Module, pre: dict):
         m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items()]
@@ -138,8 +154,8 @@ class DmaReader(wiring.Component):
     from ``rd``) while ``out.ready``: one beat per cycle if ``elem_bytes ≥ bus_bytes``;
     otherwise one element per cycle (``rd.ready`` only with the beat's last element of the
     row's span). ``busy`` is high from *c* + 1 until every command is issued and every element
-    has left. ``addr``, ``count``, ``rows`` and ``stride`` are held from *c* − 1 to *c*
-    (:meth:`_Walker.prepare`).
+    has left. ``addr``, ``count``, ``rows`` and ``stride`` are held from
+    *c* − ``PREPARE_CYCLES`` to *c* (:meth:`_Walker.prepare`).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -238,7 +254,7 @@ class DmaWriter(wiring.Component):
     in the cycle its last element (of the beat, or of the row) arrives, with the strobes of the
     lanes it carries. ``busy`` is high from *c* + 1 until every beat is written and the last
     ``wr_ack`` has been seen. ``addr``, ``count``, ``rows`` and ``stride`` are held from
-    *c* − 1 to *c* (:meth:`_Walker.prepare`).
+    *c* − ``PREPARE_CYCLES`` to *c* (:meth:`_Walker.prepare`).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
@@ -402,7 +418,9 @@ class TensorLoader(wiring.Component):
             reader.stride.eq(self.insn.x_stride << le),
             self.wr_addr.eq(sram_addr),
         ]
-        data = reader.out.payload if self._transform is None else self._transform(reader.out.payload)
+        data = reader.out.payload
+        if self._transform is not None:
+            data = self._transform(data)
 
         def write_zero():
             m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0)]
@@ -421,12 +439,14 @@ class TensorLoader(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
+                # taken in every idle cycle, not only with `start`: the start condition
+                # then drives the state alone, not these registers' enables (Fmax)
+                f = self.insn
+                m.d.sync += [insn.eq(f), r.eq(0), sram_addr.eq(f.sram_base),
+                             row_len.eq(f.x_pad_0 + f.x_size + f.x_pad_1),
+                             rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
+                             data_end.eq(f.y_pad_0 + f.y_size)]
                 with m.If(self.start):
-                    f = self.insn
-                    m.d.sync += [insn.eq(f), r.eq(0), sram_addr.eq(f.sram_base),
-                                 row_len.eq(f.x_pad_0 + f.x_size + f.x_pad_1),
-                                 rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
-                                 data_end.eq(f.y_pad_0 + f.y_size)]
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)

@@ -53,7 +53,7 @@ class LoadModule(wiring.Component):
         head = Signal(mem_insn())
         m.d.comb += head.eq(self.head.word)
         is_inp = Signal()
-        m.d.comb += is_inp.eq(head.memory_type == MemType.INP)
+        m.d.sync += is_inp.eq(head.memory_type == MemType.INP)
         sel_inp = Signal()
         insn = Signal(mem_insn())
         index = Signal(INDEX_BITS)
@@ -76,17 +76,23 @@ class LoadModule(wiring.Component):
         m.d.comb += [sram_bad.eq(Mux(is_inp, inp_sram_bad, wgt_sram_bad)),
                      dram_bad.eq(Mux(is_inp, inp_dram_bad, wgt_dram_bad))]
 
+        # Decoded from the head a cycle ahead (it sits there HEAD_SETTLE cycles before it
+        # starts), so the start condition is a few gates on registers (Fmax).
+        noop = Signal()
+        m.d.sync += noop.eq(head.x_size == 0)
         error_index(m, self, self.head.index, index)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
+                # taken in every idle cycle (used once the instruction runs; the port's
+                # selection changes with no burst in flight): off the start condition's path
+                m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp)]
                 with m.If(self.head_valid & ~self.halt):
                     with m.If(head.pop_next & ~self.g2l_avail):
                         m.d.comb += self.blocked.eq(1)
                     with m.Else():
                         m.d.comb += [self.pop.eq(1), self.pop_g2l.eq(head.pop_next)]
-                        m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp)]
-                        with m.If(head.x_size == 0):
+                        with m.If(noop):
                             m.next = "RETIRE"
                         with m.Elif(sram_bad):
                             raise_error(m, self, ErrorCode.SRAM_RANGE)

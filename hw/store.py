@@ -65,10 +65,12 @@ class StoreModule(wiring.Component):
         sram_bad, dram_bad = mem_range_checks(m, head, dram_size=self.dram_size, padded=False,
                                               kinds={"out": (eb, cfg.acc_depth)})["out"]
 
-        # the element count registered from the head (held HEAD_SETTLE cycles before a
-        # start): the multiplier is off the start condition's path (Fmax)
+        # the element count and the no-op tests registered from the head (it sits there
+        # HEAD_SETTLE cycles before it starts): off the start condition's path (Fmax)
         area = Signal(32)
-        m.d.sync += area.eq(head.x_size * head.y_size)
+        noop, no_rows = Signal(), Signal()
+        m.d.sync += [area.eq(head.x_size * head.y_size), noop.eq(head.x_size == 0),
+                     no_rows.eq(head.y_size == 0)]
         row_start = Signal()
         with m.If(row_start):
             m.d.sync += [left.eq(area), valid.eq(0)]
@@ -81,20 +83,21 @@ class StoreModule(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
+                # taken in every idle cycle (used once the instruction runs; the OUT reader
+                # is idle): off the start condition's path (Fmax)
+                m.d.sync += [insn.eq(head), index.eq(self.head.index), raddr.eq(head.sram_base)]
                 with m.If(self.head_valid & ~self.halt):
                     with m.If(head.pop_prev & ~self.g2s_avail):
                         m.d.comb += self.blocked.eq(1)
                     with m.Else():
                         m.d.comb += [self.pop.eq(1), self.pop_g2s.eq(head.pop_prev)]
-                        m.d.sync += [insn.eq(head), index.eq(self.head.index),
-                                     raddr.eq(head.sram_base)]
-                        with m.If(head.x_size == 0):
+                        with m.If(noop):
                             m.next = "RETIRE"
                         with m.Elif(sram_bad):
                             raise_error(m, self, ErrorCode.SRAM_RANGE)
                         with m.Elif(dram_bad):
                             raise_error(m, self, ErrorCode.DRAM_RANGE)
-                        with m.Elif(head.y_size == 0):
+                        with m.Elif(no_rows):
                             m.next = "RETIRE"
                         with m.Else():
                             m.d.comb += [writer.start.eq(1), row_start.eq(1)]

@@ -8,7 +8,7 @@ from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from amaranth.sim import Simulator
 
 from hw.alu import AluLane, mul_join
-from hw.dma import DmaReader, DmaWriter
+from hw.dma import PREPARE_CYCLES, DmaReader, DmaWriter
 from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
 from hw.memport import MemArbiter, StreamSlice
@@ -187,7 +187,7 @@ def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure,
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
-        await ctx.tick()                # the inputs are held from the cycle before start
+        await ctx.tick().repeat(PREPARE_CYCLES)     # the inputs are held before start
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
@@ -232,7 +232,7 @@ def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, str
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
-        await ctx.tick()                # the inputs are held from the cycle before start
+        await ctx.tick().repeat(PREPARE_CYCLES)     # the inputs are held before start
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
