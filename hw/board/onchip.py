@@ -36,7 +36,8 @@ class MemPortSram(wiring.Component):
     The port allows several bursts in flight; this memory accepts one at a time (it holds
     ``rcmd.ready``/``wcmd.ready`` low meanwhile), a read before a write offered in the same
     cycle. Timing, for a command handshake in cycle *t*: a read's first beat is offered in
-    *t* + 2, then one beat per cycle while the core accepts; a write's beats are accepted from
+    *t* + 3 (the block RAM's output passes a register), then one beat per cycle while the
+    core accepts; a write's beats are accepted from
     *t* + 1, one per cycle, and ``wr_ack`` pulses in the cycle after the last. Commands are
     accepted when no burst is under way and ``hold`` is low. ``idle`` is high when no burst is
     under way: the SRAM port is free for another user in such a cycle unless the core offers
@@ -55,8 +56,9 @@ class MemPortSram(wiring.Component):
         shift = (self._cfg.bus_width // 8).bit_length() - 1
         addr = Signal.like(sram.raddr)
         left = Signal(range(self._cfg.max_burst_beats + 1))
-        out_valid, out_last = Signal(), Signal()
-        m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(sram.rdata),
+        out_valid, out_last, a_valid, a_last = Signal(), Signal(), Signal(), Signal()
+        out_data = Signal.like(port.rd.payload.data)
+        m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(out_data),
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
         m.d.comb += self.busy_next.eq(port.rcmd.valid | port.wcmd.valid)
@@ -73,15 +75,19 @@ class MemPortSram(wiring.Component):
                                  left.eq(port.wcmd.payload.len + 1)]
                     m.next = "WRITE"
             with m.State("READ"):
-                # The read port's output register is the one-beat buffer: it advances when
-                # empty or when the core takes the beat in it.
+                # Two stages: the read port's output (A) and a plain register (B) that offers
+                # the beat, so the block RAM's clock-to-output ends in a flip-flop, not in the
+                # memory-port slice's multiplexer (Fmax). Both move when B is empty or the
+                # core takes its beat, and hold together otherwise.
                 advance = ~out_valid | port.rd.ready
                 m.d.comb += sram.ren.eq(advance)
                 with m.If(advance):
-                    m.d.sync += [out_valid.eq(left != 0), out_last.eq(left == 1)]
+                    m.d.sync += [a_valid.eq(left != 0), a_last.eq(left == 1),
+                                 out_valid.eq(a_valid), out_last.eq(a_last),
+                                 out_data.eq(sram.rdata)]
                     with m.If(left != 0):
                         m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
-                    with m.Elif(out_valid):
+                    with m.Elif(~a_valid & out_valid):
                         m.next = "IDLE"             # the last beat was taken in this cycle
             with m.State("WRITE"):
                 m.d.comb += port.wr.ready.eq(1)
@@ -133,16 +139,17 @@ class OnChipMemory(wiring.Component):
         read_lane = Signal(max(1, lane_bits))
         reading = Signal()                   # the block RAM's output is the host's word
         answer = Signal()                    # the word is in `rdata`: acknowledged
-        rdata = Signal(32)
+        rdata = Signal(w)
         host = Signal()                      # the host owns the SRAM port in this cycle
         m.d.comb += host.eq(bus.stb & ~reading & ~answer & ad.idle & ~ad.busy_next)
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += [reading.eq(host & ~bus.we), answer.eq(reading)]
         m.d.sync += read_lane.eq(lane)
-        # registered on the way to the host link: the block RAM's clock-to-output (no output
-        # register) and the host's read multiplexers are not one path (Fmax)
+        # the whole memory word registered on the way to the host link: the block RAM's
+        # clock-to-output (no output register) and the host's read multiplexers are not one
+        # path (Fmax)
         with m.If(reading):
-            m.d.sync += rdata.eq(rp.data.word_select(read_lane, 32))
+            m.d.sync += rdata.eq(rp.data)
         with m.If(host):
             m.d.comb += [rp.addr.eq(word), rp.en.eq(~bus.we), wp.addr.eq(word),
                          wp.data.eq(bus.wdata.replicate(lanes)),
@@ -152,6 +159,6 @@ class OnChipMemory(wiring.Component):
                          wp.addr.eq(ad.sram.waddr), wp.data.eq(ad.sram.wdata),
                          wp.en.eq(ad.sram.wen)]
         m.d.comb += [ad.sram.rdata.eq(rp.data),
-                     bus.rdata.eq(rdata),
+                     bus.rdata.eq(rdata.word_select(read_lane, 32)),
                      bus.ack.eq((host & bus.we) | answer)]
         return m

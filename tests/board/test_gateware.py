@@ -97,3 +97,17 @@ def test_sdram_variant_elaborates_for_the_ulx3s(tmp_path):
         assert f'SITE "{site}"' in lpf, site
     assert output_dir(board, cfg, memory="sdram").name == "ulx3s-85f-ecp5-small-sdram"
     assert output_dir(board, cfg).name == "ulx3s-85f-ecp5-small"
+
+
+def test_the_ulx3s_top_clocks_the_core_at_100_mhz_with_the_host_link_in_tolerance():
+    """Issue #12's goal clock: the PLL makes exactly 100 MHz from the 25 MHz crystal and the
+    UART's divisor gives 3 Mbaud within the link's 2 %."""
+    from hw.board.ulx3s import BAUD_TOLERANCE, CRYSTAL_MHZ, Ulx3sTop
+    from isa.config import load_config
+
+    top = Ulx3sTop(load_config("ecp5-small").replace(target_mhz=100))
+    assert CRYSTAL_MHZ == 25.0 and top.pll.fout_mhz == 100.0 and top.clk_hz == 100e6
+    assert top.divisor == 33
+    baud = top.clk_hz / top.divisor
+    assert abs(baud - H.DEFAULT_BAUD) <= BAUD_TOLERANCE * H.DEFAULT_BAUD
+    assert abs(baud / H.DEFAULT_BAUD - 1) > 0.01      # 3.03 Mbaud: 1.01 % over, not exact
