@@ -21,7 +21,8 @@ from .memport import ADDR_BITS, MemPortSignature
 __all__ = ["DmaReader", "DmaWriter", "TensorLoader", "PREPARE_CYCLES"]
 
 _WIDE = ADDR_BITS + 16
-#: Cycles an engine's inputs are held before ``start`` (``_Walker.prepare``'s two stages).
+#: Cycles the modules' engines (started from the queue head) have their inputs held before
+#: ``start`` (``_Walker.prepare``'s two stages; fetch's reader uses one).
 PREPARE_CYCLES = 2
 # the modules start the engines from the queue head, which has sat there that long
 assert HEAD_SETTLE >= PREPARE_CYCLES
@@ -91,20 +92,24 @@ class _Walker:
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
                      self.row_end.eq(fits)]
 
-    def prepare(self, m: Module, addr, count, rows, stride) -> dict:
+    def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
         registered stages (P1 the row's span terms, P2 its first burst) computed every cycle:
-        ``start`` copies them, so the inputs must be held ``PREPARE_CYCLES`` cycles before
-        ``start`` and in its cycle (the modules give the queue head, which sits there
-        ``HEAD_SETTLE`` cycles first). The span arithmetic is then off the start condition's
-        path (Fmax)."""
-        def stage(values, tag):
+        ``start`` copies them, so the inputs must be held ``cycles`` cycles before ``start``
+        and in its cycle (the modules give the queue head, which sits there ``HEAD_SETTLE``
+        cycles first: ``PREPARE_CYCLES``). The span arithmetic is then off the start
+        condition's path (Fmax). ``cycles`` = 0: neither stage is registered (fetch's reader:
+        its inputs come with the launch, which also resets fetch, so nothing is prepared)."""
+        assert cycles in (0, 1, 2), cycles
+
+        def stage(values, tag, registered=True):
             regs = {}
             for name, value in values.items():
                 like = getattr(self, name, None)
                 regs[name] = reg = (Signal.like(like, name=f"{tag}{name}") if like is not None
                                     else Signal(len(Value.cast(value)), name=f"{tag}{name}"))
-                m.d.sync += reg.eq(value)
+                domain = m.d.sync if registered else m.d.comb
+                domain += reg.eq(value)
             return regs
 
         nbytes = count << self.le
@@ -114,12 +119,12 @@ class _Walker:
                     "_whole1": (nbytes + (2 << lb) - 1) >> lb,
                     "_tail": (nbytes - 1)[:len(self._tail)] if lb else 0,
                     "addr": addr, "next_row": addr + stride, "rows_left": rows - 1,
-                    "rows_nz": rows != 0}, "p1")
+                    "rows_nz": rows != 0}, "p1", registered=cycles == 2)
         first, beats = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
         burst, fits = self._fit(beats, first)
         # P2: the first burst
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits}, "p2")
+                    "row_end": fits}, "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "_whole", "_whole1",
                                              "_tail")}}
 
@@ -155,13 +160,15 @@ class DmaReader(wiring.Component):
     otherwise one element per cycle (``rd.ready`` only with the beat's last element of the
     row's span). ``busy`` is high from *c* + 1 until every command is issued and every element
     has left. ``addr``, ``count``, ``rows`` and ``stride`` are held from
-    *c* − ``PREPARE_CYCLES`` to *c* (:meth:`_Walker.prepare`).
+    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`).
     """
 
-    def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
+    def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32,
+                 prepare_cycles: int = 0):
         self._cfg = cfg
         self._eb = elem_bytes
         self._count_bits = count_bits
+        self._prepare = prepare_cycles
         super().__init__({
             **_engine_members(cfg, count_bits),
             "issue_ok": In(1, init=1),
@@ -176,7 +183,7 @@ class DmaReader(wiring.Component):
         count = Signal(self._count_bits)
         stride = Signal(ADDR_BITS)
         iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
-        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride)
+        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride, self._prepare)
         port = self.port
         rd_fire = Signal()
         take = Signal()
@@ -254,13 +261,15 @@ class DmaWriter(wiring.Component):
     in the cycle its last element (of the beat, or of the row) arrives, with the strobes of the
     lanes it carries. ``busy`` is high from *c* + 1 until every beat is written and the last
     ``wr_ack`` has been seen. ``addr``, ``count``, ``rows`` and ``stride`` are held from
-    *c* − ``PREPARE_CYCLES`` to *c* (:meth:`_Walker.prepare`).
+    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`).
     """
 
-    def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32):
+    def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32,
+                 prepare_cycles: int = 0):
         self._cfg = cfg
         self._eb = elem_bytes
         self._count_bits = count_bits
+        self._prepare = prepare_cycles
         super().__init__({
             **_engine_members(cfg, count_bits),
             "inp": In(stream.Signature(unsigned(elem_bytes * 8))),
@@ -276,7 +285,7 @@ class DmaWriter(wiring.Component):
         stride = Signal(ADDR_BITS)
         iw = _Walker(m, cfg, eb, self._count_bits, stride, "issue")
         dw = _Walker(m, cfg, eb, self._count_bits, stride, "data")
-        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride)
+        pre = iw.prepare(m, self.addr, self.count, self.rows, self.stride, self._prepare)
         port = self.port
         pending = Signal(range(depth + 1))   # write bursts not yet acknowledged
         ahead = Signal(range(depth + 1))     # bursts commanded whose beats are still to go
@@ -399,7 +408,8 @@ class TensorLoader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.reader = reader = DmaReader(self._cfg, elem_bytes=self._eb, count_bits=16)
+        m.submodules.reader = reader = DmaReader(self._cfg, elem_bytes=self._eb, count_bits=16,
+                                                 prepare_cycles=PREPARE_CYCLES)
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         insn = Signal(mem_insn())
         r = Signal(24)       # row counter

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from isa.config import VTAConfig
 from isa.errors import ErrorCode
 
-from .dma import DmaWriter, _log2
+from .dma import PREPARE_CYCLES, DmaWriter, _log2
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
 from .modcommon import error_index, module_members, raise_error
@@ -45,7 +45,8 @@ class StoreModule(wiring.Component):
         m = Module()
         cfg = self._cfg
         eb = cfg.out_elem_bytes
-        m.submodules.writer = writer = DmaWriter(cfg, elem_bytes=eb, count_bits=16)
+        m.submodules.writer = writer = DmaWriter(cfg, elem_bytes=eb, count_bits=16,
+                                                   prepare_cycles=PREPARE_CYCLES)
         wiring.connect(m, wiring.flipped(self.port), writer.port)
         head = Signal(mem_insn())
         m.d.comb += head.eq(self.head.word)

@@ -172,11 +172,12 @@ SHAPES = [(1, 0), (3, 45), (4, 38)]
 @pytest.mark.parametrize("elem_bytes", [2, 8, 32])
 @pytest.mark.parametrize("backpressure", [None, 3])
 @pytest.mark.parametrize("rows,stride", SHAPES)
-def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure, rows, stride):
+@pytest.mark.parametrize("prepare", [0, PREPARE_CYCLES])
+def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure, rows, stride, prepare):
     cfg = load_config("tiny").replace(max_burst_beats=4, mem_latency=6, mem_outstanding=3)
     dram = np.random.default_rng(elem_bytes).integers(0, 256, 8192, dtype=np.uint8)
     model = MemoryModel(cfg, dram, backpressure=backpressure)
-    dut = DmaReader(cfg, elem_bytes=elem_bytes)
+    dut = DmaReader(cfg, elem_bytes=elem_bytes, prepare_cycles=prepare)
     addr, count = 3 * elem_bytes + 96, 37
     stride *= elem_bytes
     rng = random.Random(rows)
@@ -187,7 +188,8 @@ def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure,
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
-        await ctx.tick().repeat(PREPARE_CYCLES)     # the inputs are held before start
+        for _ in range(prepare):        # the inputs are held that long before start
+            await ctx.tick()
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
@@ -216,11 +218,12 @@ def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure,
 @pytest.mark.parametrize("elem_bytes", [2, 8, 32])
 @pytest.mark.parametrize("backpressure", [None, 5])
 @pytest.mark.parametrize("rows,stride", SHAPES)
-def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, stride):
+@pytest.mark.parametrize("prepare", [0, PREPARE_CYCLES])
+def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, stride, prepare):
     cfg = load_config("tiny").replace(max_burst_beats=4, mem_latency=5, mem_outstanding=2)
     dram = np.zeros(8192, np.uint8)
     model = MemoryModel(cfg, dram, backpressure=backpressure)
-    dut = DmaWriter(cfg, elem_bytes=elem_bytes)
+    dut = DmaWriter(cfg, elem_bytes=elem_bytes, prepare_cycles=prepare)
     addr, count = 5 * elem_bytes + 64, 29
     stride *= elem_bytes
     rng = random.Random(elem_bytes)
@@ -232,7 +235,8 @@ def test_dma_writer_writes_rows_with_strobes(elem_bytes, backpressure, rows, str
         ctx.set(dut.count, count)
         ctx.set(dut.rows, rows)
         ctx.set(dut.stride, stride)
-        await ctx.tick().repeat(PREPARE_CYCLES)     # the inputs are held before start
+        for _ in range(prepare):        # the inputs are held that long before start
+            await ctx.tick()
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
