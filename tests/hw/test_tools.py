@@ -83,7 +83,9 @@ def test_run_image_returns_dram_cycles_counters_and_writes_a_waveform(tmp_path):
     expected = np.load(str(path).replace(".in.npz", ".expect.npz"))["dram"]
     assert np.array_equal(result.dram, expected)
     assert result.cycles > 0 and result.counters["gemm_uops"] > 0
-    assert wave.stat().st_size > 1000 and b"$enddefinitions" in wave.read_bytes()[:200000]
+    # a VCD: its header (every signal of the core, some 200 kB) ends before the value changes
+    text = wave.read_bytes()
+    assert b"$enddefinitions" in text and b"\n#" in text[text.index(b"$enddefinitions"):]
 
     from isa.conformance import conformance_programs
     bad = next(p for p in conformance_programs("small") if p.name == "bad-sram-gemm-dst")
