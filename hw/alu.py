@@ -13,7 +13,7 @@ from isa.encoding import AluOp
 from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join"]
+__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -26,21 +26,33 @@ def mul_join(p_lo, p_mid, width: int):
     return Cat(p_lo[:h], (p_lo[h:] + p_mid)[:width - h])
 
 
-class AluLane(wiring.Component):
-    """One lane: ``r = op(a, b)`` on ``width``-bit two's complement values. Combinational.
+def lane_result(op, a, b, r, lt, p_lo, p_mid, width: int):
+    """The second stage of a lane (from its registered outputs and operands): MUL's
+    :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
+    sit in different cycles), ADD/SHR's ``r``."""
+    pick_a = Mux(op == AluOp.MAX, ~lt, lt)
+    return Mux(op == AluOp.MUL, mul_join(p_lo, p_mid, width),
+               Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), r))
 
-    SHR: b ≥ 0 is an arithmetic right shift (b ≥ width gives the sign fill), b < 0 a left shift
-    by −b (−b ≥ width gives 0). ADD keeps the low ``width`` bits. MUL is split for a second
-    stage (``r`` is 0): with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_mid``
-    = the low width − h bits of a_hi · b_lo + a_lo · b_hi; :func:`mul_join` of the two is the
-    product's low ``width`` bits (equal for signed and unsigned operands).
+
+class AluLane(wiring.Component):
+    """One lane's first stage on ``width``-bit two's complement values. Combinational.
+
+    ``r`` = ADD's or SHR's result (0 for the others). SHR: b ≥ 0 is an arithmetic right shift
+    (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD keeps
+    the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
+    with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_mid`` = the low width − h
+    bits of a_hi · b_lo + a_lo · b_hi; :func:`mul_join` of the two is the product's low
+    ``width`` bits (equal for signed and unsigned operands). :func:`lane_result` is the second
+    stage.
     """
 
     def __init__(self, width: int):
         self._w = width
         h = width // 2
         super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
-                          "r": Out(signed(width)), "p_lo": Out(2 * h), "p_mid": Out(width - h)})
+                          "r": Out(signed(width)), "lt": Out(1),
+                          "p_lo": Out(2 * h), "p_mid": Out(width - h)})
 
     def elaborate(self, platform):
         m = Module()
@@ -52,11 +64,8 @@ class AluLane(wiring.Component):
                      self.p_mid.eq((ua[h:] * ub[:h] + ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
         right_far, left_far, left_amt = self._shift_decode(b, w, lw)
+        m.d.comb += self.lt.eq(a < b)
         with m.Switch(self.op):
-            with m.Case(AluOp.MIN):
-                m.d.comb += self.r.eq(Mux(a < b, a, b))
-            with m.Case(AluOp.MAX):
-                m.d.comb += self.r.eq(Mux(a < b, b, a))
             with m.Case(AluOp.ADD):
                 m.d.comb += self.r.eq((a + b)[:w])
             with m.Case(AluOp.SHR):
@@ -218,24 +227,26 @@ class TensorAlu(wiring.Component):
         return r6
 
     def _lanes(self, m, op, a4, b4):
-        """S4: BATCH × BLOCK_OUT lanes on the operand registers, their results and MUL's
-        partial products registered; S5: MUL's join. Returns S5's result (combinational: the
-        result register's input and S3's two-ahead forward), so the multiply's two halves sit
-        in two cycles and every op takes both."""
+        """S4: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
+        MIN/MAX compare, MUL's partial products) and the operands registered; S5:
+        :func:`lane_result`. Returns S5's result (combinational: the result register's input and
+        S3's two-ahead forward), so the multiply's halves, and the compare and its select, sit
+        in two cycles and every op takes both. ``op`` is constant through an instruction."""
         aw = self._cfg.acc_width
         h = aw // 2
         r5 = Signal(len(a4))
-        x5 = Signal(len(a4))
-        mul5 = Signal()
+        a5, b5 = Signal(len(a4)), Signal(len(a4))
+        m.d.sync += [a5.eq(a4), b5.eq(b4)]
         parts = []
         for i in range(len(a4) // aw):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
             sl = slice(i * aw, (i + 1) * aw)
             m.d.comb += [lane.op.eq(op), lane.a.eq(a4[sl]), lane.b.eq(b4[sl])]
+            x5, lt5 = Signal(aw, name=f"x5_{i}"), Signal(name=f"lt5_{i}")
             p_lo, p_mid = Signal(2 * h, name=f"p_lo{i}"), Signal(aw - h, name=f"p_mid{i}")
-            m.d.sync += [x5[sl].eq(lane.r), p_lo.eq(lane.p_lo), p_mid.eq(lane.p_mid)]
-            parts.append(mul_join(p_lo, p_mid, aw))
-        m.d.sync += mul5.eq(op == AluOp.MUL)
-        m.d.comb += r5.eq(Mux(mul5, Cat(*parts), x5))
+            m.d.sync += [x5.eq(lane.r), lt5.eq(lane.lt), p_lo.eq(lane.p_lo),
+                         p_mid.eq(lane.p_mid)]
+            parts.append(lane_result(op, a5[sl], b5[sl], x5, lt5, p_lo, p_mid, aw))
+        m.d.comb += r5.eq(Cat(*parts))
         return r5
