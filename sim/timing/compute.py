@@ -123,8 +123,9 @@ class ComputeModule(ModuleBase):
     """``hw.compute.ComputeModule``: start in *s* (l2g token if ``pop_prev``, s2g if
     ``pop_next``): entry and tokens popped, checks, the unit starts — LOAD → a
     :class:`TensorLoader` (LOADING until its ``busy`` is low), GEMM/ALU → RUN until the
-    unit's ``busy`` is low (N + the unit's latency + the ALU's stalls cycles). One RETIRE cycle pushes g2l
-    (``push_prev``) and g2s (``push_next``); FINISH signals ``finish`` in its RETIRE cycle.
+    unit's ``busy`` is low (N + the unit's latency + the ALU's stalls cycles). One RETIRE
+    cycle pushes g2l (``push_prev``) and g2s (``push_next``); FINISH signals ``finish`` in its
+    RETIRE cycle.
     FINISH and no-ops take two cycles.
     """
 
