@@ -39,8 +39,8 @@ class AluLane(wiring.Component):
     """One lane's first stage on ``width``-bit two's complement values. Combinational.
 
     ``r`` = ADD's or SHR's result (0 for the others). SHR: b ≥ 0 is an arithmetic right shift
-    (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD keeps
-    the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
+    (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD
+    keeps the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
     with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_mid`` = the low width − h
     bits of a_hi · b_lo + a_lo · b_hi; :func:`mul_join` of the two is the product's low
     ``width`` bits (equal for signed and unsigned operands). :func:`lane_result` is the second

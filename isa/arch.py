@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["Opcode", "MemType", "AluOp", "STAGES", "STAGE_NUMBERS", "TOKEN_QUEUES", "QUEUES",
            "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "queue_between", "pop_flag", "push_flag",
            "MODULE_OF", "LOAD_STAGE_MEMTYPES", "stage_of_load", "module_of", "elem_bytes",
-           "GEMM_LATENCY", "ALU_LATENCY", "ALU_STALL", "alu_stalls", "RANGE_CHECK_STAGES", "HEAD_SETTLE", "COUNTERS",
-           "FUNCTIONAL_COUNTERS"]
+           "GEMM_LATENCY", "ALU_LATENCY", "ALU_STALL", "alu_stalls", "RANGE_CHECK_STAGES",
+           "HEAD_SETTLE", "COUNTERS", "FUNCTIONAL_COUNTERS"]
 
 
 class Opcode(IntEnum):
