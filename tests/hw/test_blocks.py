@@ -175,7 +175,8 @@ SHAPES = [(1, 0), (3, 45), (4, 38)]
 @pytest.mark.parametrize("backpressure", [None, 3])
 @pytest.mark.parametrize("rows,stride", SHAPES)
 @pytest.mark.parametrize("prepare", [0, PREPARE_CYCLES])
-def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure, rows, stride, prepare):
+def test_dma_reader_streams_rows_with_bursts_in_flight(elem_bytes, backpressure, rows, stride,
+                                                    prepare):
     cfg = load_config("tiny").replace(max_burst_beats=4, mem_latency=6, mem_outstanding=3)
     dram = np.random.default_rng(elem_bytes).integers(0, 256, 8192, dtype=np.uint8)
     model = MemoryModel(cfg, dram, backpressure=backpressure)
