@@ -214,11 +214,13 @@ class VTACore(wiring.Component):
         all_empty = Signal()
         m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),
                      all_empty.eq(empty[0] & empty[1] & empty[2])]
-        prev = (1 << INDEX_BITS) - 1
-        for i, mod in enumerate(modules):
-            step = Signal(INDEX_BITS, name=f"blocked_min_{i}")
-            m.d.comb += step.eq(Mux(mod.blocked & (mod.head.index < prev), mod.head.index, prev))
-            prev = step
+        take = self._lowest(m, [mod.blocked for mod in modules],
+                            [mod.head.index for mod in modules], "blocked")
+        lowest = Signal(INDEX_BITS)
+        m.d.comb += lowest.eq((1 << INDEX_BITS) - 1)      # none blocked: all ones
+        for t, mod in zip(take, modules):
+            with m.If(t):
+                m.d.comb += lowest.eq(mod.head.index)
         stuck = Signal()
         code = Signal(ERR_BITS)
         index = Signal(INDEX_BITS)
@@ -226,34 +228,43 @@ class VTACore(wiring.Component):
         with m.If(all_empty & fetch.all_dispatched):
             m.d.comb += [code.eq(ErrorCode.MISSING_FINISH), index.eq(self.insn_count - 1)]
         with m.Else():
-            m.d.comb += [code.eq(ErrorCode.DEADLOCK), index.eq(prev)]
+            m.d.comb += [code.eq(ErrorCode.DEADLOCK), index.eq(lowest)]
         return stuck, code, index
 
     @staticmethod
-    def _first_module_error(m, modules):
-        """The modules' errors of this cycle: (any?, code, index) of the lowest instruction
-        index, combinationally. The index compares run in parallel from the modules' index
-        registers, so the late ``err`` signals only pass the selection (Fmax,
+    def _lowest(m, flags, indices, name):
+        """One-hot: which of the flagged entries has the lowest index (ties to the first).
+        The index compares run in parallel from registers (the modules' index registers and
+        their queues' head registers), so the late flags only pass the selection (Fmax,
         docs/hardware.md §12)."""
-        n = len(modules)
+        n = len(flags)
         earlier = {}
         for i in range(n):
             for j in range(n):
                 if i != j:
-                    lt = Signal(name=f"err_before_{i}_{j}")
-                    # ties cannot happen (one index, one module); the lower module wins them
-                    m.d.comb += lt.eq(modules[i].err_index < modules[j].err_index if i > j
-                                      else modules[i].err_index <= modules[j].err_index)
+                    lt = Signal(name=f"{name}_before_{i}_{j}")
+                    m.d.comb += lt.eq(indices[i] < indices[j] if i > j
+                                      else indices[i] <= indices[j])
                     earlier[i, j] = lt
+        take = []
+        for i in range(n):
+            t = Signal(name=f"{name}_take_{i}")
+            m.d.comb += t.eq(flags[i] & Cat(*[~flags[j] | earlier[i, j]
+                                              for j in range(n) if j != i]).all())
+            take.append(t)
+        return take
+
+    def _first_module_error(self, m, modules):
+        """The modules' errors of this cycle: (any?, code, index) of the lowest instruction
+        index, combinationally (``_lowest``; ties cannot happen: one index, one module)."""
         best_valid = Signal()
         best_code = Signal(ERR_BITS)
         best_index = Signal(INDEX_BITS)
         m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
-        for i, mod in enumerate(modules):
-            win = Signal(name=f"err_take_{i}")
-            m.d.comb += win.eq(mod.err & Cat(*[~modules[j].err | earlier[i, j]
-                                               for j in range(n) if j != i]).all())
-            with m.If(win):
+        take = self._lowest(m, [mod.err for mod in modules],
+                            [mod.err_index for mod in modules], "err")
+        for t, mod in zip(take, modules):
+            with m.If(t):
                 m.d.comb += [best_code.eq(mod.err_code), best_index.eq(mod.err_index)]
         return best_valid, best_code, best_index
 
