@@ -153,6 +153,9 @@ class VTACore(wiring.Component):
         finish_seen = Signal()
         err_code = Signal(ERR_BITS)
         err_index = Signal(INDEX_BITS)
+        mod_fresh = Signal()        # mod_err set at the end of the cycle before
+        mod_code_now = Signal(ERR_BITS)
+        mod_index_now = Signal(INDEX_BITS)
         mod_code = Signal(ERR_BITS)
         mod_index = Signal(INDEX_BITS)
         halt_modules = Signal()
@@ -163,9 +166,9 @@ class VTACore(wiring.Component):
             halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
             self.running.eq(running & ~done), self.done.eq(done),
             self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
-                                   Mux(mod_err, mod_code, 0))),
+                                   Mux(mod_err, mod_code_now, 0))),
             self.error_index.eq(Mux(fetch_err | core_err_latched, err_index,
-                                    Mux(mod_err, mod_index, 0))),
+                                    Mux(mod_err, mod_index_now, 0))),
         ]
         for unit in modules:
             m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
@@ -189,9 +192,20 @@ class VTACore(wiring.Component):
             m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
                          err_index.eq(fetch.err_index)]
 
-        best_valid, best_code, best_index = self._first_module_error(m, modules)
+        # The first module error's code and index are chosen in the cycle after it, from the
+        # modules' error outputs held in registers: no index compare follows the modules'
+        # state decode (Fmax, §12 step 8). In that cycle the outputs take the choice directly,
+        # so ERROR_CODE/ERROR_INDEX read the same in every cycle as if latched at once.
+        best_valid = Signal()
+        m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
+        best_code, best_index = self._first_module_error(m, modules)
+        m.d.sync += mod_fresh.eq(0)
         with m.If(running & ~done & ~mod_err & best_valid):
-            m.d.sync += [mod_err.eq(1), mod_code.eq(best_code), mod_index.eq(best_index)]
+            m.d.sync += [mod_err.eq(1), mod_fresh.eq(1)]
+        with m.If(mod_fresh):
+            m.d.sync += [mod_code.eq(best_code), mod_index.eq(best_index)]
+        m.d.comb += [mod_code_now.eq(Mux(mod_fresh, best_code, mod_code)),
+                     mod_index_now.eq(Mux(mod_fresh, best_index, mod_index))]
         with m.If(running & modules[1].finish & ~best_valid):
             m.d.sync += finish_seen.eq(1)
         with m.If(running & ~done):
@@ -255,18 +269,20 @@ class VTACore(wiring.Component):
         return take
 
     def _first_module_error(self, m, modules):
-        """The modules' errors of this cycle: (any?, code, index) of the lowest instruction
-        index, combinationally (``_lowest``; ties cannot happen: one index, one module)."""
-        best_valid = Signal()
+        """The modules' errors of the cycle before, held in registers: (code, index) of the
+        one with the lowest instruction index (``_lowest``; ties cannot happen: one index,
+        one module)."""
+        held = [(Signal(name=f"held_err_{i}"), Signal(ERR_BITS, name=f"held_code_{i}"),
+                 Signal(INDEX_BITS, name=f"held_index_{i}")) for i in range(len(modules))]
+        for (err, code, index), mod in zip(held, modules):
+            m.d.sync += [err.eq(mod.err), code.eq(mod.err_code), index.eq(mod.err_index)]
         best_code = Signal(ERR_BITS)
         best_index = Signal(INDEX_BITS)
-        m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
-        take = self._lowest(m, [mod.err for mod in modules],
-                            [mod.err_index for mod in modules], "err")
-        for t, mod in zip(take, modules):
+        take = self._lowest(m, [h[0] for h in held], [h[2] for h in held], "err")
+        for t, (_err, code, index) in zip(take, held):
             with m.If(t):
-                m.d.comb += [best_code.eq(mod.err_code), best_index.eq(mod.err_index)]
-        return best_valid, best_code, best_index
+                m.d.comb += [best_code.eq(code), best_index.eq(index)]
+        return best_code, best_index
 
     def _counters(self, m, go, ctl, fetch, modules, arb):
         """The cycle counter and the event counters (``COUNTERS``): each counts, at the end of
