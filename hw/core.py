@@ -148,19 +148,15 @@ class VTACore(wiring.Component):
         running = Signal()
         done = Signal()
         fetch_err = Signal()
-        mod_err = Signal()
         core_err_latched = Signal()
         finish_seen = Signal()
         err_code = Signal(ERR_BITS)
         err_index = Signal(INDEX_BITS)
-        mod_fresh = Signal()        # mod_err set at the end of the cycle before
-        mod_code_now = Signal(ERR_BITS)
-        mod_index_now = Signal(INDEX_BITS)
-        mod_code = Signal(ERR_BITS)
-        mod_index = Signal(INDEX_BITS)
         halt_modules = Signal()
         failed = Signal()
         arb_halt = Signal()
+        mod_err, mod_code_now, mod_index_now, best_valid = self._module_error(m, modules,
+                                                                              running, done)
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
@@ -192,20 +188,6 @@ class VTACore(wiring.Component):
             m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
                          err_index.eq(fetch.err_index)]
 
-        # The first module error's code and index are chosen in the cycle after it, from the
-        # modules' error outputs held in registers: no index compare follows the modules'
-        # state decode (Fmax, §12 step 8). In that cycle the outputs take the choice directly,
-        # so ERROR_CODE/ERROR_INDEX read the same in every cycle as if latched at once.
-        best_valid = Signal()
-        m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
-        best_code, best_index = self._first_module_error(m, modules)
-        m.d.sync += mod_fresh.eq(0)
-        with m.If(running & ~done & ~mod_err & best_valid):
-            m.d.sync += [mod_err.eq(1), mod_fresh.eq(1)]
-        with m.If(mod_fresh):
-            m.d.sync += [mod_code.eq(best_code), mod_index.eq(best_index)]
-        m.d.comb += [mod_code_now.eq(Mux(mod_fresh, best_code, mod_code)),
-                     mod_index_now.eq(Mux(mod_fresh, best_index, mod_index))]
         with m.If(running & modules[1].finish & ~best_valid):
             m.d.sync += finish_seen.eq(1)
         with m.If(running & ~done):
@@ -214,6 +196,30 @@ class VTACore(wiring.Component):
             with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
                 m.d.sync += done.eq(1)
         return {"running": running, "done": done}
+
+    def _module_error(self, m, modules, running, done):
+        """The pending module error: ``mod_err`` latched at the end of the first cycle *E*
+        in which a module raises one (while running), and (code, index) of the one with the
+        lowest instruction index. Those are chosen in *E* + 1 from the modules' error
+        outputs held in registers, so no index compare follows the modules' state decode
+        (Fmax, §12 step 8); in *E* + 1 the returned values are that choice itself, so they
+        read the same in every cycle as if latched at once. Returns (``mod_err``, code,
+        index, any module error in this cycle)."""
+        mod_err = Signal()
+        fresh = Signal()            # mod_err set at the end of the cycle before
+        code, index = Signal(ERR_BITS), Signal(INDEX_BITS)
+        code_now, index_now = Signal(ERR_BITS), Signal(INDEX_BITS)
+        any_err = Signal()
+        m.d.comb += any_err.eq(Cat(*[mod.err for mod in modules]).any())
+        best_code, best_index = self._first_module_error(m, modules)
+        m.d.sync += fresh.eq(0)
+        with m.If(running & ~done & ~mod_err & any_err):
+            m.d.sync += [mod_err.eq(1), fresh.eq(1)]
+        with m.If(fresh):
+            m.d.sync += [code.eq(best_code), index.eq(best_index)]
+        m.d.comb += [code_now.eq(Mux(fresh, best_code, code)),
+                     index_now.eq(Mux(fresh, best_index, index))]
+        return mod_err, code_now, index_now, any_err
 
     def _stuck(self, m, fetch, modules, queues):
         """Deadlock / missing FINISH, combinationally from this cycle's state: (error?, code,
