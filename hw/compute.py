@@ -39,8 +39,8 @@ class ComputeModule(wiring.Component):
     start — the queue entry and the tokens are popped, the checks run and the unit starts:
     LOAD UOP/ACC/ACC_8BIT → a :class:`~hw.dma.TensorLoader` (LOADING until its ``busy`` is low),
     GEMM → :class:`~hw.gemm.GemmCore`, ALU → :class:`~hw.alu.TensorAlu` (RUN until ``busy`` is
-    low: N + ``GEMM_LATENCY`` resp. N + ``ALU_LATENCY`` cycles for N micro-ops). One RETIRE
-    cycle then pushes g2l (``push_prev``) and g2s (``push_next``); a FINISH signals ``finish``
+    low: N + ``GEMM_LATENCY`` resp. N + ``ALU_LATENCY`` + the ALU's stalls cycles for N
+    micro-ops). One RETIRE cycle then pushes g2l (``push_prev``) and g2s (``push_next``); a FINISH signals ``finish``
     in its RETIRE cycle.
     FINISH and no-ops (``x_size == 0``) take two cycles (START, RETIRE).
     Every write of ACC also writes the narrowed value into OUT (``out_w*``), so the OUT buffer

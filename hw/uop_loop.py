@@ -35,8 +35,10 @@ class UopLoop(wiring.Component):
     src and wgt, the loop offset ``i_out·f_out + i_in·f_in`` as ``<n>_off`` (its low ``widths[n]`` bits) and ``<n>_over``
     (the offset is ≥ 2^widths[n]): an index past a buffer of 2^w entries needs no more, and the
     offset adders stay ``w`` + 1 bits wide instead of 32. ``last`` marks step N. ``stop`` (an
-    error) ends the walk at once. Throughput one step per cycle, no bubbles. The loop-end
-    tests are registers computed a step ahead, so no compare sits before the updates' selects.
+    error) ends the walk at once; ``hold`` (the tensor ALU's stall) keeps the step for one more
+    cycle (and re-reads its micro-op). Throughput one step per cycle when never held. The
+    loop-end tests are registers computed a step ahead, so no compare sits before the updates'
+    selects.
     """
 
     def __init__(self, cfg: VTAConfig, widths: dict):
@@ -44,7 +46,7 @@ class UopLoop(wiring.Component):
         self._widths = dict(widths)
         ub = cfg.log_uop_depth + 1
         super().__init__({
-            "start": In(1), "stop": In(1),
+            "start": In(1), "stop": In(1), "hold": In(1),
             "uop_bgn": In(ub), "uop_end": In(ub), "iter_out": In(14), "iter_in": In(14),
             **{f"{n}_factor_{k}": In(FACTOR_BITS) for n in NAMES for k in ("out", "in")},
             "valid": Out(1), "last": Out(1), "uop_idx": Out(ub), "uop_next": Out(ub),
@@ -63,7 +65,8 @@ class UopLoop(wiring.Component):
         u_last, in_last, out_last, one_u, one_in = (
             Signal(name=n) for n in ("u_last", "in_last", "out_last", "one_u", "one_in"))
         m.d.comb += [self.valid.eq(active), self.uop_idx.eq(u),
-                     self.uop_next.eq(Mux(active, Mux(u_last, bgn, u + 1), self.uop_bgn)),
+                     self.uop_next.eq(Mux(active, Mux(self.hold, u, Mux(u_last, bgn, u + 1)),
+                                          self.uop_bgn)),
                      self.last.eq(active & u_last & in_last & out_last)]
         offsets = [self._offset(m, n) for n in NAMES]
 
@@ -76,7 +79,7 @@ class UopLoop(wiring.Component):
                          out_last.eq(self.iter_out == 1)]
             for start, _, _ in offsets:
                 m.d.sync += start
-        with m.Elif(active):
+        with m.Elif(active & (self.stop | ~self.hold)):
             with m.If(self.stop | self.last):
                 m.d.sync += active.eq(0)
             with m.Elif(~u_last):

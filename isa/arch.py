@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["Opcode", "MemType", "AluOp", "STAGES", "STAGE_NUMBERS", "TOKEN_QUEUES", "QUEUES",
            "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "queue_between", "pop_flag", "push_flag",
            "MODULE_OF", "LOAD_STAGE_MEMTYPES", "stage_of_load", "module_of", "elem_bytes",
-           "GEMM_LATENCY", "ALU_LATENCY", "RANGE_CHECK_STAGES", "HEAD_SETTLE", "COUNTERS",
-           "FUNCTIONAL_COUNTERS"]
+           "GEMM_LATENCY", "ALU_LATENCY", "ALU_STALL", "alu_stalls", "RANGE_CHECK_STAGES",
+           "HEAD_SETTLE", "COUNTERS", "FUNCTIONAL_COUNTERS"]
 
 
 class Opcode(IntEnum):
@@ -140,6 +140,23 @@ GEMM_LATENCY = 7
 #: of 16-bit halves) into registers, S5 MUL's halves joined into the result register, S6 write
 #: (every op takes both stages, so results come in order).
 ALU_LATENCY = 6
+#: Cycles an ALU micro-op waits in S2 (``hw/alu.py``) when it reads the accumulator entry the
+#: micro-op just ahead of it writes: its dst, or in vector mode its src, equals that one's dst.
+#: Its operand then comes from the result register two stages ahead, so no op (MUL's DSPs,
+#: SHR's shifter, the compare's carry chain) shares a cycle with the forward of its result.
+#: Micro-ops further apart, and those of different instructions, never wait.
+ALU_STALL = 1
+
+
+def alu_stalls(dst, src=None):
+    """Which micro-ops of an ALU wait :data:`ALU_STALL` cycles: a boolean array over the
+    executions 1 … n − 1 (in loop order) of the index arrays ``dst`` and ``src`` (``src`` None:
+    immediate mode, which reads no src). Entry j − 1 is micro-op j against micro-op j − 1."""
+    ahead = dst[:-1]
+    hit = dst[1:] == ahead
+    if src is not None:
+        hit |= src[1:] == ahead
+    return hit
 
 #: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
 #: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).

@@ -1,15 +1,19 @@
 """The compute module (``hw/compute.py``): LOAD UOP/ACC/ACC_8BIT, GEMM, ALU and FINISH.
 
-The GEMM core (``hw/gemm.py``) and the tensor ALU (``hw/alu.py``) behind the micro-op loop
-(``hw/uop_loop.py``) never stall, so their timeline is known when they start: it is computed
+The GEMM core (``hw/gemm.py``) never stalls and the tensor ALU (``hw/alu.py``) stalls only
+where its micro-op indices say (one reading the result of the one just ahead), both behind the
+micro-op loop (``hw/uop_loop.py``), so their timeline is known when they start: it is computed
 in closed form (:class:`UopRun`) instead of being shifted through pipeline registers.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 import numpy as np
 
 from isa.arch import ALU_LATENCY, GEMM_LATENCY  # hw.gemm / hw.alu: issue to ACC write
+from isa.arch import alu_stalls
 from isa.arch import elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
@@ -18,7 +22,8 @@ from isa.errors import ErrorCode
 from .common import ModuleBase, range_error
 from .dma import TensorLoader
 
-__all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAGE"]
+__all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAGE",
+           "alu_stall_positions"]
 
 #: Both pipelines check indices in S2: micro-op *j* of a start in *c* raises ``err`` in
 #: *c* + 1 + *j* + 2 (S0 micro-op read, S1 indices, S2 range check).
@@ -29,45 +34,98 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
-    ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* and writes in
-    *c* + 1 + *j* + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``); ``busy`` for N + L cycles. If
-    micro-op *j* has an index past its buffer, ``err`` rises in *c* + 3 + *j*, issue stops,
-    and the *j* micro-ops before it still complete.
+    ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* + *s*(*j*) and writes in
+    *c* + 1 + *j* + *s*(*j*) + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``), where *s*(*j*) counts
+    the ``stalls`` (sorted micro-op positions ≥ 1 that wait ``ALU_STALL`` = 1 cycle; the GEMM
+    has none); ``busy`` for N + L + *s*(N − 1) cycles. If micro-op *j* has an index past its
+    buffer, ``err`` rises in *c* + 3 + *j* + *s*(*j* − 1) (its first S2 cycle), issue stops,
+    and the *j* micro-ops before it still complete. ``uop_done`` pulses with the writes: runs
+    of consecutive cycles (``seg_lo``/``seg_hi``) broken by a cycle before each stalled one.
     """
 
-    __slots__ = ("start", "busy_end", "err_at", "done_lo", "done_hi", "count", "gemm")
+    __slots__ = ("start", "busy_end", "err_at", "done_lo", "done_hi", "count", "gemm",
+                 "seg_lo", "seg_hi", "_before", "_changes")
 
     def __init__(self, c: int, n: int, latency: int, bad: int | None, counts: bool,
-                 gemm: bool):
+                 gemm: bool, stalls=()):
         self.start = c
         self.gemm = gemm
+        done = n if bad is None else bad
+        stalls = [p for p in stalls if p < done]      # a stall behind the error never happens
         if bad is None:
             self.err_at = -1
-            done = n
-            self.busy_end = c + n + latency          # last busy cycle
+            self.busy_end = c + n + latency + len(stalls)      # last busy cycle
         else:
-            self.err_at = c + 1 + bad + CHECK_STAGE
-            done = bad
-            self.busy_end = max(self.err_at, c + bad + latency if bad else 0)
+            self.err_at = c + 1 + bad + CHECK_STAGE + len(stalls)
+            self.busy_end = max(self.err_at, c + bad + latency + len(stalls) if bad else 0)
         self.count = done if counts else 0
-        self.done_lo = c + 1 + latency               # first uop_done pulse
-        self.done_hi = c + latency + self.count      # last uop_done pulse (inclusive)
+        first = c + 1 + latency                      # the first write
+        self.seg_lo, self.seg_hi, self._before = [], [], []
+        if self.count:
+            bounds = [0, *stalls, self.count]
+            for k in range(len(bounds) - 1):
+                self._before.append(bounds[k])       # pulses in the runs before run k
+                self.seg_lo.append(first + bounds[k] + k)
+                self.seg_hi.append(first + bounds[k + 1] - 1 + k)
+        self._changes = [e for lo, hi in zip(self.seg_lo, self.seg_hi) for e in (lo, hi + 1)]
+        self.done_lo = first                         # first uop_done pulse
+        self.done_hi = self.seg_hi[-1] if self.count else first - 1   # last (inclusive)
 
     def busy(self, t: int) -> bool:
         return t <= self.busy_end
 
+    def done(self, t: int) -> bool:
+        """Whether ``uop_done`` pulses in cycle ``t``."""
+        k = bisect_right(self.seg_lo, t) - 1
+        return k >= 0 and t <= self.seg_hi[k]
+
+    def _pulses_before(self, t: int) -> int:
+        k = bisect_right(self.seg_lo, t - 1) - 1
+        if k < 0:
+            return 0
+        return self._before[k] + min(t - 1, self.seg_hi[k]) - self.seg_lo[k] + 1
+
     def done_pulses(self, t0: int, t1: int) -> int:
         """uop_done pulses in cycles [t0, t1)."""
-        lo, hi = max(t0, self.done_lo), min(t1 - 1, self.done_hi)
-        return hi - lo + 1 if hi >= lo else 0
+        return self._pulses_before(t1) - self._pulses_before(t0) if t1 > t0 else 0
+
+    def events(self, t: int) -> tuple:
+        """Cycles around which the run's outputs change, for a jump from ``t`` on: ``err_at``,
+        ``busy_end`` + 1 and the first cycle ≥ ``t`` in which ``uop_done`` changes (later
+        changes lie beyond it, so they bound no jump more)."""
+        k = bisect_left(self._changes, t)
+        nxt = self._changes[k] if k < len(self._changes) else -1
+        return self.err_at, self.busy_end + 1, nxt
+
+
+def alu_stall_positions(semantics, insn, limit: int | None) -> list[int]:
+    """Positions (in loop order, below ``limit`` if given) of the micro-op executions of an ALU
+    that wait (:func:`isa.arch.alu_stalls`), from its micro-op indices chunk by chunk."""
+    bases = semantics._uop_bases(insn)
+    out, prev, pos = [], None, 0
+    for dst, src, _ in semantics._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
+        if limit is not None and pos >= limit:
+            break
+        if prev is not None:          # the chunk's first micro-op against the last one before
+            dst = np.concatenate((prev, dst))
+            src = None if src is None else np.concatenate((prev, src))
+            base = pos - 1
+        else:
+            base = 0
+        out.extend((np.flatnonzero(alu_stalls(dst, src)) + base + 1).tolist())
+        pos = base + dst.size
+        prev = dst[-1:]
+    semantics.executing = None
+    return out if limit is None else [p for p in out if p < limit]
 
 
 class ComputeModule(ModuleBase):
     """``hw.compute.ComputeModule``: start in *s* (l2g token if ``pop_prev``, s2g if
     ``pop_next``): entry and tokens popped, checks, the unit starts — LOAD → a
     :class:`TensorLoader` (LOADING until its ``busy`` is low), GEMM/ALU → RUN until the
-    unit's ``busy`` is low (N + the unit's latency cycles). One RETIRE cycle pushes g2l
-    (``push_prev``) and g2s (``push_next``); FINISH signals ``finish`` in its RETIRE cycle.
+    unit's ``busy`` is low (N + the unit's latency + the ALU's stalls cycles). One RETIRE
+    cycle pushes g2l (``push_prev``) and g2s (``push_next``); FINISH signals ``finish`` in its
+    RETIRE cycle.
     FINISH and no-ops take two cycles.
     """
 
@@ -88,6 +146,7 @@ class ComputeModule(ModuleBase):
         self.execute = execute
         self.semantics = semantics       # the functional simulator (micro-op indices)
         self.run = None                  # UopRun of the running GEMM/ALU
+        self._stall_cache = {}           # (ALU, its micro-ops) -> stalled positions
         self.start = None                # loader started this cycle
         self.go = None                   # what starts this cycle: "load", "run", "retire"
         self.finish = False
@@ -145,6 +204,19 @@ class ComputeModule(ModuleBase):
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
         return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
+    def _stalls(self, d, bad: int | None) -> list[int]:
+        """The ALU's stalled micro-op positions (cached: programs repeat their ALUs)."""
+        insn = d.insn
+        sem = self.semantics
+        key = (insn, sem.uop[insn.uop_bgn:insn.uop_end].tobytes())
+        hit = self._stall_cache.get(key)
+        if hit is None:
+            hit = alu_stall_positions(sem, insn, bad)
+            if len(self._stall_cache) >= 256:
+                self._stall_cache.clear()
+            self._stall_cache[key] = hit
+        return hit
+
     def update(self, t: int, head, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
         fsm = self.fsm
         start = self.start
@@ -167,8 +239,9 @@ class ComputeModule(ModuleBase):
                 if self.go == "run":
                     bad = self._first_bad(d)
                     gemm = d.opcode == Opcode.GEMM
+                    stalls = () if gemm or not d.nuops else self._stalls(d, bad)
                     self.run = UopRun(t, d.nuops, GEMM_LATENCY if gemm else ALU_LATENCY,
-                                      bad, not (gemm and d.f["reset"]), gemm)
+                                      bad, not (gemm and d.f["reset"]), gemm, stalls)
                     if bad is None:
                         self.execute(d)
                     self.fsm = RUN

@@ -233,7 +233,7 @@ class Core:
         if store.blocked:
             c["store_stall"] += 1
         run = compute.run
-        if run is not None and run.done_lo <= t <= run.done_hi:
+        if run is not None and run.done(t):
             c["gemm_uops" if run.gemm else "alu_uops"] += 1
         if arb_busy:
             c["mem_busy"] += 1
@@ -373,7 +373,7 @@ def _next_event(self, t: int) -> int:
     nxt = self.mem.next_times()
     run = self.compute.run
     if run is not None and self.compute.fsm == 2:
-        nxt += (run.err_at, run.busy_end + 1, run.done_lo, run.done_hi + 1)
+        nxt += run.events(t)
     later = [x for x in nxt if x >= t]
     return min(later) if later else t
 

@@ -295,7 +295,7 @@ class PeriodSkipper:
         m = self._memory(v0, v1, d, i + 17, len(v1) - len(self._mem_state()[1]), m, period)
         run = core.compute.run
         if run is not None:
-            for e in (run.err_at, run.busy_end, run.done_lo, run.done_hi):
+            for e in run.events(t0):
                 m = _limit(e - t0, e - t1, -period, (0, 1), m)
         if m < 1:
             return False

@@ -153,7 +153,7 @@ class BeatSkipper:
             end = min(end, m.acks[0])
         run = core.compute.run
         if run is not None and core.compute.fsm == 2:
-            for e in (run.err_at, run.busy_end + 1, run.done_lo, run.done_hi + 1):
+            for e in run.events(t):
                 if e >= t:
                     end = min(end, e)
         return end - t

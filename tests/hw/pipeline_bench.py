@@ -1,5 +1,6 @@
 """Shared by the GEMM and tensor-ALU pipeline benches: run a testbench on the Amaranth
-simulator, and the back-to-back issue contract both units keep."""
+simulator, and the GEMM's back-to-back issue contract (the ALU's, with its stalls, is in
+test_alu_pipeline.py)."""
 
 from amaranth.sim import Simulator
 

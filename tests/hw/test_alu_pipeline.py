@@ -1,5 +1,6 @@
-"""The tensor ALU pipeline on its own in Amaranth's simulator: sequential semantics at full rate
-(every read-after-write distance the forwarding covers), and the latency contract."""
+"""The tensor ALU pipeline on its own in Amaranth's simulator: sequential semantics at every
+read-after-write distance (the stalled one just ahead and those the forwarding covers), and the
+timing contract: one micro-op per cycle but a one-cycle wait for one reading its predecessor."""
 
 import numpy as np
 import pytest
@@ -8,12 +9,12 @@ from amaranth.lib.memory import Memory
 
 from hw.alu import TensorAlu
 from hw.fields import uop
-from isa.arch import ALU_LATENCY
+from isa.arch import ALU_LATENCY, ALU_STALL
 from isa.config import load_config
 from isa.encoding import AluOp
 from sim.functional import alu_op
 
-from .pipeline_bench import assert_back_to_back, simulate
+from .pipeline_bench import simulate
 
 CFG = load_config("tiny")
 LANES = CFG.batch * CFG.block_out
@@ -53,18 +54,34 @@ def _unpack(word):
     return [v - (1 << AW) if v >> (AW - 1) else v for v in vals]
 
 
+def _executions(uops, it):
+    """(dst, src) of every micro-op execution, in loop order."""
+    (io, ii), (dfo, dfi, sfo, sfi) = it
+    return [(d + i * dfo + j * dfi, s + i * sfo + j * sfi)
+            for i in range(io) for j in range(ii) for d, s in uops]
+
+
 def _reference(acc, uops, op, use_imm, imm, it):
     """Sequential semantics (SPEC §4.4): every micro-op sees all earlier results."""
     acc = acc.copy()
-    (io, ii), (dfo, dfi, sfo, sfi) = it
-    for i in range(io):
-        for j in range(ii):
-            for d, s in uops:
-                dst = d + i * dfo + j * dfi
-                src = s + i * sfo + j * sfi
-                b = np.int64(imm) if use_imm else acc[src].copy()
-                acc[dst] = alu_op(op, acc[dst], b)
+    for dst, src in _executions(uops, it):
+        b = np.int64(imm) if use_imm else acc[src].copy()
+        acc[dst] = alu_op(op, acc[dst], b)
     return acc
+
+
+def _expected_writes(uops, it, use_imm):
+    """Write cycles of a start in cycle 0: one per cycle from 1 + ALU_LATENCY, and a cycle later
+    for every micro-op (and all behind it) that reads the dst of the one just ahead (written
+    out here, not with isa.arch.alu_stalls, as the hardware's contract in docs/hardware.md §5)."""
+    ex = _executions(uops, it)
+    t, writes = 1 + ALU_LATENCY, []
+    for j, (d, s) in enumerate(ex):
+        if j and (d == ex[j - 1][0] or (not use_imm and s == ex[j - 1][0])):
+            t += ALU_STALL
+        writes.append(t)
+        t += 1
+    return writes
 
 
 def _run(acc, uops, op, use_imm, imm, it):
@@ -84,7 +101,7 @@ def _run(acc, uops, op, use_imm, imm, it):
         await ctx.tick()
         ctx.set(alu.start, 0)
         writes, busy = [], 0
-        for t in range(1, n + ALU_LATENCY + 4):
+        for t in range(1, 2 * n + ALU_LATENCY + 4):
             assert not ctx.get(alu.err)
             busy += ctx.get(alu.busy)
             if ctx.get(alu.acc_wen):
@@ -94,7 +111,9 @@ def _run(acc, uops, op, use_imm, imm, it):
         log["acc"] = [ctx.get(dut.abuf.data[i]) for i in range(CFG.acc_depth)]
 
     simulate(dut, bench)
-    assert_back_to_back(log, n, ALU_LATENCY)
+    want = _expected_writes(uops, it, use_imm)
+    assert log["writes"] == want
+    assert log["busy"] == want[-1]       # busy from the first issue (cycle 1) to the last write
     return np.array([_unpack(w) for w in log["acc"]], np.int64)
 
 
@@ -102,10 +121,12 @@ NO_LOOP = ((1, 1), (0, 0, 0, 0))
 
 
 @pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
-@pytest.mark.parametrize("op", [AluOp.ADD, AluOp.MUL, AluOp.MAX])
-def test_read_after_write_at_every_distance_vector_mode(distance, op):
-    """Micro-op j reads (as dst and as src) what micro-op j − distance wrote."""
-    rng = np.random.default_rng(distance * 10 + int(op))
+@pytest.mark.parametrize("use_imm", [0, 1])
+@pytest.mark.parametrize("op", list(AluOp))
+def test_read_after_write_at_every_distance(distance, op, use_imm):
+    """Micro-op j reads (as dst, and in vector mode as src) what micro-op j − distance wrote:
+    distance 1 waits a cycle, 2–4 are forwarded, 5 is read from the buffer."""
+    rng = np.random.default_rng(distance * 10 + int(op) + 100 * use_imm)
     acc = rng.integers(-50, 50, (CFG.acc_depth, LANES), dtype=np.int64)
     # a chain: entry k+distance's dst and src are entry k's dst
     dsts = [(3 * k) % 16 for k in range(distance)]
@@ -114,8 +135,22 @@ def test_read_after_write_at_every_distance_vector_mode(distance, op):
         d = dsts[k % distance] if k >= distance else dsts[k]
         s = d if k % 2 else (d + 1) % 16
         uops.append((d, s))
-    want = _reference(acc, uops, op, 0, 0, NO_LOOP)
-    assert np.array_equal(_run(acc, uops, op, 0, 0, NO_LOOP), want)
+    imm = 3 if op == AluOp.SHR else -7
+    want = _reference(acc, uops, op, use_imm, imm, NO_LOOP)
+    assert np.array_equal(_run(acc, uops, op, use_imm, imm, NO_LOOP), want)
+
+
+@pytest.mark.parametrize("op", [AluOp.ADD, AluOp.MUL, AluOp.SHR, AluOp.MIN])
+def test_src_reading_the_dst_just_ahead_waits_in_vector_mode_only(op):
+    """A chain through src alone (dst k + 1, src k): every micro-op waits in vector mode; with
+    an immediate the src is not read, so none does (the write cycles are checked in _run)."""
+    rng = np.random.default_rng(7 + int(op))
+    acc = rng.integers(-20, 20, (CFG.acc_depth, LANES), dtype=np.int64)
+    uops = [(k + 1, k) for k in range(10)]
+    for use_imm in (0, 1):
+        assert len(_stalled(_executions(uops, NO_LOOP), use_imm)) == (0 if use_imm else 9)
+        want = _reference(acc, uops, op, use_imm, 2, NO_LOOP)
+        assert np.array_equal(_run(acc, uops, op, use_imm, 2, NO_LOOP), want)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -144,3 +179,48 @@ def test_mul_wraps_at_every_distance(distance, use_imm):
     imm = -30001 if use_imm else 0
     want = _reference(acc, uops, AluOp.MUL, use_imm, imm, NO_LOOP)
     assert np.array_equal(_run(acc, uops, AluOp.MUL, use_imm, imm, NO_LOOP), want)
+
+
+def _stalled(ex, use_imm):
+    """Positions that wait: dst (or, in vector mode, src) equal to the dst just ahead."""
+    return [j for j in range(1, len(ex))
+            if ex[j][0] == ex[j - 1][0] or (not use_imm and ex[j][1] == ex[j - 1][0])]
+
+
+@pytest.mark.parametrize("last", [(27, 2), (0, 2)])
+def test_error_after_stalls_matches_the_cycle_model(last):
+    """A bad dst (the second outer iteration's, past the ACC depth) behind stalled micro-ops:
+    ``err`` in the bad micro-op's first S2 cycle, the micro-ops before it all written, busy as
+    :class:`sim.timing.compute.UopRun` says. With ``last`` = (0, 2) the bad index's low bits
+    equal the dst just ahead, so the stall and the error meet in one cycle."""
+    from sim.timing.compute import UopRun
+    uops = [(3, 1), (3, 3), (5, 3), (5, 5), last]
+    it = ((2, 1), (125, 0, 0, 0))
+    ex = _executions(uops, it)
+    bad = next(j for j, (d, _) in enumerate(ex) if d >= CFG.acc_depth)
+    words = [uop(CFG).const({"dst": d, "src": s, "wgt": 0}).as_value().value for d, s in uops]
+    dut = _Bench(words, [0] * CFG.acc_depth)
+    alu = dut.alu
+    log = {"writes": [], "err": [], "busy": 0}
+
+    async def bench(ctx):
+        for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=2, iter_in=1,
+                         dst_factor_out=125, alu_opcode=AluOp.ADD, use_imm=0).items():
+            ctx.set(getattr(alu.insn, f), v)
+        ctx.set(alu.start, 1)
+        await ctx.tick()
+        ctx.set(alu.start, 0)
+        for t in range(1, 40):
+            log["busy"] += ctx.get(alu.busy)
+            if ctx.get(alu.acc_wen):
+                log["writes"].append(t)
+            if ctx.get(alu.err):
+                log["err"].append(t)
+            await ctx.tick()
+
+    simulate(dut, bench)
+    run = UopRun(0, len(ex), ALU_LATENCY, bad, True, False, _stalled(ex, False))
+    assert log["err"] == [run.err_at]
+    assert log["busy"] == run.busy_end
+    assert log["writes"] == [t for t in range(40) if run.done(t)]
+    assert len(log["writes"]) == bad

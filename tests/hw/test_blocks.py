@@ -4,10 +4,10 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.hdl import Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
-from hw.alu import AluLane, mul_join
+from hw.alu import AluLane, lane_result
 from hw.dma import DmaReader, DmaWriter
 from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
@@ -33,7 +33,8 @@ EXTREMES = [0, 1, -1, 2, -2, 7, 31, 32, 33, -31, -32, -33, 127, -128, 255, 1 << 
 
 
 class _LaneWithJoin(Elaboratable):
-    """The lane with MUL's second stage joined combinationally (the pipeline registers it)."""
+    """The lane with its second stage (MUL's join, MIN/MAX's select) joined combinationally
+    (the pipeline registers between them)."""
 
     def __init__(self):
         self.lane = AluLane(32)
@@ -43,8 +44,9 @@ class _LaneWithJoin(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.lane = lane = self.lane
-        prod = mul_join(lane.p_lo, lane.p_mid, 32)
-        m.d.comb += self.r.eq(Mux(lane.op == AluOp.MUL, prod, lane.r.as_unsigned()))
+        m.d.comb += self.r.eq(lane_result(lane.op, lane.a.as_unsigned(), lane.b.as_unsigned(),
+                                          lane.r.as_unsigned(), lane.lt, lane.p_lo,
+                                          lane.p_mid, 32))
         return m
 
 
