@@ -27,7 +27,7 @@ from isa.errors import InputError
 from .errors import ToolError
 from .tools import tool_env, tool_path
 
-__all__ = ["BLOCKS", "GemmWithBuffers", "RegisteredIO", "probe", "main"]
+__all__ = ["BLOCKS", "ComputeStandIn", "GemmWithBuffers", "RegisteredIO", "probe", "main"]
 
 
 def _compute(cfg):
@@ -125,9 +125,44 @@ def _board(cfg):
                     external_core=True)
 
 
+class ComputeStandIn(wiring.Component):
+    """A stand-in with the compute module's ports: every output is a register, fed by all the
+    inputs (folded by XOR) so that nothing is optimised away. In the core it leaves the paths
+    of the memory side (fetch, arbiter, queues, the core's glue) to be timed."""
+
+    def __init__(self, cfg):
+        from hw.compute import ComputeModule
+        model = ComputeModule(cfg)
+        model._MustUse__silence = True      # built only for its signature
+        super().__init__(dict(model.signature.members))
+
+    def elaborate(self, platform):
+        from amaranth.hdl import Cat
+        m = Module()
+        ins, outs = [], []
+        for _path, member, value in self.signature.flatten(self):
+            (ins if member.flow == wiring.In else outs).append(Value.cast(value))
+        width = sum(len(v) for v in outs)
+        folded = Cat(*ins)
+        acc = folded[:width]
+        for k in range(width, len(folded), width):
+            chunk = folded[k:k + width]
+            acc = acc ^ chunk
+        state = Signal(width)
+        m.d.sync += state.eq(Cat(state[1:], state[0]) ^ acc)
+        m.d.comb += Cat(*outs).eq(state)
+        return m
+
+
+def _memside(cfg):
+    from hw.core import VTACore
+    return VTACore(cfg, compute=ComputeStandIn)
+
+
 #: The blocks a probe can measure: name → constructor from a configuration.
 BLOCKS = {"compute": _compute, "gemm": _gemm, "gemm_buffers": _gemm_buffers, "alu": _alu,
-          "uop_loop": _uop_loop, "load": _load, "store": _store, "csr": _csr, "board": _board}
+          "uop_loop": _uop_loop, "load": _load, "store": _store, "csr": _csr, "board": _board,
+          "memside": _memside}
 
 
 class RegisteredIO(Elaboratable):

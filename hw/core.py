@@ -40,8 +40,11 @@ class VTACore(wiring.Component):
     modules idle with empty queues, no FINISH).
     """
 
-    def __init__(self, cfg: VTAConfig):
+    def __init__(self, cfg: VTAConfig, *, compute=ComputeModule):
+        # ``compute``: the compute module's constructor (a stand-in with its signature lets
+        # bitstreams.probe time the memory side of the core alone).
         self._cfg = cfg
+        self._compute = compute
         super().__init__({
             "launch": In(1), "insn_addr": In(32), "insn_count": In(32), "dram_size": In(32),
             "running": Out(1), "done": Out(1),
@@ -61,7 +64,7 @@ class VTACore(wiring.Component):
 
         m.submodules.fetch = fetch = FetchModule(cfg)
         m.submodules.load = load = LoadModule(cfg)
-        m.submodules.compute = compute = ComputeModule(cfg)
+        m.submodules.compute = compute = self._compute(cfg)
         m.submodules.store = store = StoreModule(cfg)
         queues = [CommandQueue(cfg) for _ in range(3)]
         for name, q in zip(("load_q", "compute_q", "store_q"), queues):
@@ -70,7 +73,18 @@ class VTACore(wiring.Component):
         m.submodules.arbiter = arb = MemArbiter(cfg)
         modules = (load, compute, store)
 
-        # Shared buffers: INP, WGT (load writes, compute reads), OUT (compute writes, store reads).
+        self._buffers(m, load, compute, store)
+        self._memory(m, fetch, modules, arb)
+        self._queues(m, fetch, queues, modules, tok)
+        ctl = self._control(m, go, fetch, modules, queues, arb)
+        self._counters(m, go, ctl, fetch, modules, arb)
+        return top
+
+    def _buffers(self, m, load, compute, store):
+        """The shared buffers: INP, WGT (load writes, compute reads), OUT (compute writes,
+        store reads). Block RAMs with one synchronous read port each (data the cycle after the
+        address); the modules' contracts account for it."""
+        cfg = self._cfg
         m.submodules.inp_buf = inp_buf = Memory(shape=cfg.inp_elem_bits, depth=cfg.inp_depth,
                                                 init=[])
         m.submodules.wgt_buf = wgt_buf = Memory(shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth,
@@ -91,21 +105,24 @@ class VTACore(wiring.Component):
             store.out_rdata.eq(out_r.data),
         ]
 
-        # Memory port.
-        wiring.connect(m, fetch.port, arb.clients[0])
-        wiring.connect(m, load.port, arb.clients[1])
-        wiring.connect(m, compute.port, arb.clients[2])
-        wiring.connect(m, store.port, arb.clients[3])
+    def _memory(self, m, fetch, modules, arb):
+        """The memory port: the four clients (``CLIENTS`` order) on the arbiter, the arbiter
+        on the core's port. No register in between: the arbiter's contract (hw/memport.py,
+        docs/hardware.md §2) is the core's."""
+        for i, client in enumerate((fetch, *modules)):
+            wiring.connect(m, client.port, arb.clients[i])
         wiring.connect(m, arb.mem, wiring.flipped(self.mem))
 
-        # Command queues.
+    def _queues(self, m, fetch, queues, modules, tok):
+        """Fetch's dispatch into the three command queues and the modules' heads; the four
+        token queues (``TOKEN_QUEUES`` order). Combinational wiring: the queues' contracts
+        (hw/queues.py, docs/hardware.md §4) are the core's."""
         for i, (q, mod) in enumerate(zip(queues, modules)):
             m.d.comb += [
                 q.w_data.eq(fetch.q_data), q.w_en.eq(fetch.q_en[i]), fetch.q_rdy[i].eq(q.w_rdy),
                 mod.head.eq(q.r_data), mod.head_valid.eq(q.r_rdy), q.r_en.eq(mod.pop),
             ]
-
-        # Token queues: l2g 0, g2l 1, g2s 2, s2g 3.
+        load, compute, store = modules
         m.d.comb += [
             tok.push[0].eq(load.push_l2g), tok.pop[0].eq(compute.pop_l2g),
             tok.push[1].eq(compute.push_g2l), tok.pop[1].eq(load.pop_g2l),
@@ -117,31 +134,37 @@ class VTACore(wiring.Component):
             compute.g2s_overflow.eq(tok.overflow[2]), store.s2g_overflow.eq(tok.overflow[3]),
         ]
 
-        # Control state. Errors of the modules wait ("pending") until fetch has dispatched all
-        # it can: a field error that fetch finds meanwhile wins, as in the functional simulator,
-        # whose fetch decodes ahead of execution. Likewise a retired FINISH ends the run only
-        # once fetch is quiet.
+    def _control(self, m, go, fetch, modules, queues, arb):
+        """Run control: ``running``, the error latches, ``done``, the halts.
+
+        Errors of the modules wait ("pending") until fetch has dispatched all it can: a field
+        error that fetch finds meanwhile wins, as in the functional simulator, whose fetch
+        decodes ahead of execution. Likewise a retired FINISH ends the run only once fetch is
+        quiet. Latency: an error or FINISH seen in cycle *t* is latched at the end of *t*;
+        the arbiter's halt is ``failed`` one cycle late (a register, *t* + 1 after the
+        failure); ``done`` rises at the end of the first cycle with the halt up and no burst
+        in flight, or after the FINISH with fetch quiet. Returns the control signals the
+        counters use (``running``, ``done``)."""
         running = Signal()
         done = Signal()
         fetch_err = Signal()
-        mod_err = Signal()
         core_err_latched = Signal()
         finish_seen = Signal()
         err_code = Signal(ERR_BITS)
         err_index = Signal(INDEX_BITS)
-        mod_code = Signal(ERR_BITS)
-        mod_index = Signal(INDEX_BITS)
         halt_modules = Signal()
         failed = Signal()
         arb_halt = Signal()
+        mod_err, mod_code_now, mod_index_now, best_valid = self._module_error(m, modules,
+                                                                              running, done)
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
             self.running.eq(running & ~done), self.done.eq(done),
             self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
-                                   Mux(mod_err, mod_code, 0))),
+                                   Mux(mod_err, mod_code_now, 0))),
             self.error_index.eq(Mux(fetch_err | core_err_latched, err_index,
-                                    Mux(mod_err, mod_index, 0))),
+                                    Mux(mod_err, mod_index_now, 0))),
         ]
         for unit in modules:
             m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
@@ -156,7 +179,54 @@ class VTACore(wiring.Component):
         with m.If(go):
             m.d.sync += running.eq(1)
 
-        # Deadlock / missing FINISH: nothing can move any more.
+        core_err, core_code, core_index = self._stuck(m, fetch, modules, queues)
+        with m.If(running & ~halt_modules & core_err):
+            m.d.sync += [core_err_latched.eq(1), err_code.eq(core_code),
+                         err_index.eq(core_index)]
+
+        with m.If(running & ~done & fetch.err & ~fetch_err & ~core_err_latched):
+            m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
+                         err_index.eq(fetch.err_index)]
+
+        with m.If(running & modules[1].finish & ~best_valid):
+            m.d.sync += finish_seen.eq(1)
+        with m.If(running & ~done):
+            with m.If(failed & arb_halt & arb.idle):
+                m.d.sync += done.eq(1)
+            with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
+                m.d.sync += done.eq(1)
+        return {"running": running, "done": done}
+
+    def _module_error(self, m, modules, running, done):
+        """The pending module error: ``mod_err`` latched at the end of the first cycle *E*
+        in which a module raises one (while running), and (code, index) of the one with the
+        lowest instruction index. Those are chosen in *E* + 1 from the modules' error
+        outputs held in registers, so no index compare follows the modules' state decode
+        (Fmax, §12 step 8); in *E* + 1 the returned values are that choice itself, so they
+        read the same in every cycle as if latched at once. Returns (``mod_err``, code,
+        index, any module error in this cycle)."""
+        mod_err = Signal()
+        fresh = Signal()            # mod_err set at the end of the cycle before
+        code, index = Signal(ERR_BITS), Signal(INDEX_BITS)
+        code_now, index_now = Signal(ERR_BITS), Signal(INDEX_BITS)
+        any_err = Signal()
+        m.d.comb += any_err.eq(Cat(*[mod.err for mod in modules]).any())
+        best_code, best_index = self._first_module_error(m, modules)
+        m.d.sync += fresh.eq(0)
+        with m.If(running & ~done & ~mod_err & any_err):
+            m.d.sync += [mod_err.eq(1), fresh.eq(1)]
+        with m.If(fresh):
+            m.d.sync += [code.eq(best_code), index.eq(best_index)]
+        m.d.comb += [code_now.eq(Mux(fresh, best_code, code)),
+                     index_now.eq(Mux(fresh, best_index, index))]
+        return mod_err, code_now, index_now, any_err
+
+    def _stuck(self, m, fetch, modules, queues):
+        """Deadlock / missing FINISH, combinationally from this cycle's state: (error?, code,
+        index). Nothing can move any more: fetch is quiet and every module idle with an empty
+        queue or blocked on a token. MISSING_FINISH (index ``insn_count − 1``) when all is
+        dispatched and empty, else DEADLOCK at the lowest blocked instruction index. The core
+        latches it at the end of the cycle (``_control``)."""
         levels = [q.level for q in queues]
         empty = [mod.idle & (lvl == 0) for mod, lvl in zip(modules, levels)]
         quiet = [e | mod.blocked for e, mod in zip(empty, modules)]
@@ -164,59 +234,69 @@ class VTACore(wiring.Component):
         all_empty = Signal()
         m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),
                      all_empty.eq(empty[0] & empty[1] & empty[2])]
-        prev = (1 << INDEX_BITS) - 1
-        for i, mod in enumerate(modules):
-            step = Signal(INDEX_BITS, name=f"blocked_min_{i}")
-            m.d.comb += step.eq(Mux(mod.blocked & (mod.head.index < prev), mod.head.index, prev))
-            prev = step
-        with m.If(running & ~halt_modules & all_quiet & ~fetch.err):
-            m.d.sync += core_err_latched.eq(1)
-            with m.If(all_empty & fetch.all_dispatched):
-                m.d.sync += [err_code.eq(ErrorCode.MISSING_FINISH),
-                             err_index.eq(self.insn_count - 1)]
-            with m.Else():
-                m.d.sync += [err_code.eq(ErrorCode.DEADLOCK), err_index.eq(prev)]
+        take = self._lowest(m, [mod.blocked for mod in modules],
+                            [mod.head.index for mod in modules], "blocked")
+        lowest = Signal(INDEX_BITS)
+        m.d.comb += lowest.eq((1 << INDEX_BITS) - 1)      # none blocked: all ones
+        for t, mod in zip(take, modules):
+            with m.If(t):
+                m.d.comb += lowest.eq(mod.head.index)
+        stuck = Signal()
+        code = Signal(ERR_BITS)
+        index = Signal(INDEX_BITS)
+        m.d.comb += stuck.eq(all_quiet & ~fetch.err)
+        with m.If(all_empty & fetch.all_dispatched):
+            m.d.comb += [code.eq(ErrorCode.MISSING_FINISH), index.eq(self.insn_count - 1)]
+        with m.Else():
+            m.d.comb += [code.eq(ErrorCode.DEADLOCK), index.eq(lowest)]
+        return stuck, code, index
 
-        with m.If(running & ~done & fetch.err & ~fetch_err & ~core_err_latched):
-            m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
-                         err_index.eq(fetch.err_index)]
-
-        # Module errors: the first, and in one cycle the lowest instruction index. The index
-        # compares run in parallel from the modules' index registers, so the late ``err``
-        # signals only pass the selection (Fmax, docs/hardware.md §12).
-        n = len(modules)
+    @staticmethod
+    def _lowest(m, flags, indices, name):
+        """One-hot: which of the flagged entries has the lowest index (ties to the first).
+        The index compares run in parallel from registers (the modules' index registers and
+        their queues' head registers), so the late flags only pass the selection (Fmax,
+        docs/hardware.md §12)."""
+        n = len(flags)
         earlier = {}
         for i in range(n):
             for j in range(n):
                 if i != j:
-                    lt = Signal(name=f"err_before_{i}_{j}")
-                    # ties cannot happen (one index, one module); the lower module wins them
-                    m.d.comb += lt.eq(modules[i].err_index < modules[j].err_index if i > j
-                                      else modules[i].err_index <= modules[j].err_index)
+                    lt = Signal(name=f"{name}_before_{i}_{j}")
+                    m.d.comb += lt.eq(indices[i] < indices[j] if i > j
+                                      else indices[i] <= indices[j])
                     earlier[i, j] = lt
-        best_valid = Signal()
+        take = []
+        for i in range(n):
+            t = Signal(name=f"{name}_take_{i}")
+            m.d.comb += t.eq(flags[i] & Cat(*[~flags[j] | earlier[i, j]
+                                              for j in range(n) if j != i]).all())
+            take.append(t)
+        return take
+
+    def _first_module_error(self, m, modules):
+        """The modules' errors of the cycle before, held in registers: (code, index) of the
+        one with the lowest instruction index (``_lowest``; ties cannot happen: one index,
+        one module)."""
+        held = [(Signal(name=f"held_err_{i}"), Signal(ERR_BITS, name=f"held_code_{i}"),
+                 Signal(INDEX_BITS, name=f"held_index_{i}")) for i in range(len(modules))]
+        for (err, code, index), mod in zip(held, modules):
+            m.d.sync += [err.eq(mod.err), code.eq(mod.err_code), index.eq(mod.err_index)]
         best_code = Signal(ERR_BITS)
         best_index = Signal(INDEX_BITS)
-        m.d.comb += best_valid.eq(Cat(*[mod.err for mod in modules]).any())
-        for i, mod in enumerate(modules):
-            win = Signal(name=f"err_take_{i}")
-            m.d.comb += win.eq(mod.err & Cat(*[~modules[j].err | earlier[i, j]
-                                               for j in range(n) if j != i]).all())
-            with m.If(win):
-                m.d.comb += [best_code.eq(mod.err_code), best_index.eq(mod.err_index)]
-        with m.If(running & ~done & ~mod_err & best_valid):
-            m.d.sync += [mod_err.eq(1), mod_code.eq(best_code), mod_index.eq(best_index)]
-        with m.If(running & compute.finish & ~best_valid):
-            m.d.sync += finish_seen.eq(1)
-        with m.If(running & ~done):
-            with m.If(failed & arb_halt & arb.idle):
-                m.d.sync += done.eq(1)
-            with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
-                m.d.sync += done.eq(1)
+        take = self._lowest(m, [h[0] for h in held], [h[2] for h in held], "err")
+        for t, (_err, code, index) in zip(take, held):
+            with m.If(t):
+                m.d.comb += [best_code.eq(code), best_index.eq(index)]
+        return best_code, best_index
 
-        # Counters.
+    def _counters(self, m, go, ctl, fetch, modules, arb):
+        """The cycle counter and the event counters (``COUNTERS``): each counts, at the end of
+        a cycle, the cycles from *L* + 1 (``go``) up to the last one before ``done`` in which
+        its event is high; read combinationally from the registers (docs/hardware.md §8)."""
+        compute = modules[1]
         active = Signal()
-        m.d.comb += active.eq((running | go) & ~done)
+        m.d.comb += active.eq((ctl["running"] | go) & ~ctl["done"])
         cycles = Signal(64)
         m.d.comb += self.cycles.eq(cycles)
         counters = {name: Signal(32, name=name) for name in COUNTERS}
@@ -234,4 +314,3 @@ class VTACore(wiring.Component):
                     m.d.sync += sig.eq(sig + 1)
         for name, sig in counters.items():
             m.d.comb += getattr(self, name).eq(sig)
-        return top

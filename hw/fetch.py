@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+import itertools
+
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -75,6 +77,7 @@ class FetchModule(wiring.Component):
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         running = Signal()
+        run_end = Signal()          # ``running`` falls at the end of this cycle
         # Bursts requested and not yet complete: each may bring up to P instructions, so a
         # burst is requested only while the buffer has room for it and for those in flight.
         inflight = Signal(2)
@@ -83,12 +86,13 @@ class FetchModule(wiring.Component):
         m.d.comb += [
             reader.addr.eq(self.insn_addr), reader.count.eq(self.insn_count),
             reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
-            reader.issue_ok.eq(running & (buf.level + inflight * per <= depth - per)),
             w_entry.word.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
             rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
             rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
         ]
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
+        self._request_gate(m, reader, buf, per, depth, running, run_end, inflight, rcmd_fire,
+                           rd_done)
         index = Signal(INDEX_BITS)
         m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
         # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
@@ -100,8 +104,38 @@ class FetchModule(wiring.Component):
         rdy = Signal()
         m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
                            | self.q_rdy[2] & (target == 2))
-        self._control(m, reader, buf, running, index, illegal, illegal_code, rdy, target)
+        self._control(m, reader, buf, running, run_end, index, illegal, illegal_code, rdy,
+                      target)
         return m
+
+    @staticmethod
+    def _request_gate(m, reader, buf, per, depth, running, run_end, inflight, rcmd_fire,
+                      rd_done):
+        """The reader's ``issue_ok``: ``running`` and level + P·inflight ≤ 2P − P, kept in a
+        register loaded with that condition on the next state, so it has the same value in
+        every cycle as the condition on the present state (no cycle changes) but leaves a
+        flip-flop: the arbiter's round robin and the memory port's handshake start from it
+        (docs/hardware.md §12, step 8). The present sum is compared with one constant per
+        possible step of level and inflight (−1, 0, +1 each); the late handshakes (``rcmd``
+        through the arbiter, the ``rd`` beats, dispatch) only select one of the nine."""
+        gate = Signal()
+        m.d.comb += reader.issue_ok.eq(gate)
+        held = Signal(range(depth + (2 ** len(inflight) - 1) * per + 1))
+        m.d.comb += held.eq(buf.level + inflight * per)
+        fits = {}
+        for dl in (-1, 0, 1):
+            for di in (-1, 0, 1):
+                bound = depth - per - dl - di * per
+                f = Signal(name=f"gate_fits_{dl + 1}{di + 1}")
+                m.d.comb += f.eq(held <= bound if bound >= 0 else 0)
+                fits[dl, di] = f
+        step = Cat(buf.w_en & buf.w_rdy, buf.r_en & buf.r_rdy, rcmd_fire, rd_done)
+        fits_next = Signal()
+        with m.Switch(step):
+            for w, r, c, d in itertools.product((0, 1), repeat=4):
+                with m.Case(w | r << 1 | c << 2 | d << 3):
+                    m.d.comb += fits_next.eq(fits[w - r, c - d])
+        m.d.sync += gate.eq((reader.start | running & ~run_end) & fits_next)
 
     def _decode(self, m, word):
         """(queue, field error?, its code) of the instruction ``word``, combinationally, the
@@ -160,7 +194,8 @@ class FetchModule(wiring.Component):
                 bad(ErrorCode.ILLEGAL_OPCODE)
         return target, illegal, illegal_code
 
-    def _control(self, m, reader, buf, running, index, illegal, illegal_code, rdy, target):
+    def _control(self, m, reader, buf, running, run_end, index, illegal, illegal_code, rdy,
+                 target):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED."""
         insn_end = Signal(40)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
@@ -185,6 +220,7 @@ class FetchModule(wiring.Component):
                     with m.If(illegal):
                         m.d.comb += [self.err.eq(1), self.err_code.eq(illegal_code),
                                      self.err_index.eq(index)]
+                        m.d.comb += run_end.eq(1)
                         m.d.sync += running.eq(0)
                         m.next = "STOPPED"
                     with m.Elif(rdy):
@@ -192,6 +228,7 @@ class FetchModule(wiring.Component):
                         m.d.comb += buf.r_en.eq(1)
                         m.d.sync += index.eq(index + 1)
                         with m.If(index == self.insn_count - 1):
+                            m.d.comb += run_end.eq(1)
                             m.d.sync += running.eq(0)
                             m.next = "END"
                     with m.Else():

@@ -86,7 +86,8 @@ class MemArbiter(wiring.Component):
     most two other commands (no starvation). The granted client's number is queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
     popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
-    register, so ``rd.valid`` reaches the client through one gate). Writes: the store's ``wcmd`` (while ``halt`` is
+    register, so ``rd.valid`` reaches the client through one gate; its next value is selected
+    by the handshakes from register values). Writes: the store's ``wcmd`` (while ``halt`` is
     low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
     or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
     """
@@ -148,16 +149,19 @@ class MemArbiter(wiring.Component):
             m.d.sync += head.eq(_wrap_inc(head, depth))
 
         # Read data to the client at the head of the queue. Which client that is (none while
-        # no read is in flight) is kept one-hot in a register, set from the next state of the
-        # queue, so the memory's ``rd.valid`` passes one AND gate to the client.
+        # no read is in flight) is kept one-hot in a register, so the memory's ``rd.valid``
+        # passes one AND gate to the client. Its next value is chosen by the late handshakes
+        # from values of this cycle's registers: a new burst that becomes the head (the queue
+        # empty, or its one entry ending) takes the winner's one-hot grant, an ending burst
+        # hands over to the next tag, otherwise the owner holds.
         owner = Signal(n)
-        head_next = Signal(range(depth))
-        reads_next = Signal(range(depth + 1))
-        next_tag = Signal(2)
-        m.d.comb += [head_next.eq(Mux(rd_done, _wrap_inc(head, depth), head)),
-                     reads_next.eq(reads + rcmd_fire - rd_done),
-                     next_tag.eq(Mux(rcmd_fire & (tail == head_next), winner, tags[head_next]))]
-        m.d.sync += [reads.eq(reads_next), owner.eq(Mux(reads_next != 0, 1 << next_tag, 0))]
+        after = Signal(n)           # one-hot of the tag behind the head
+        fresh = Signal()            # a burst granted now would be at the head next cycle
+        m.d.comb += [after.eq(1 << tags[_wrap_inc(head, depth)]),
+                     fresh.eq((reads == 0) | rd_done & (reads == 1))]
+        m.d.sync += [reads.eq(reads + rcmd_fire - rd_done),
+                     owner.eq(Mux(fresh, Mux(rcmd_fire, win, 0),
+                                  Mux(rd_done, after, owner)))]
         for i in range(n):
             m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)
             with m.If(owner[i]):
