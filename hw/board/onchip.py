@@ -43,13 +43,14 @@ class MemPortSram(wiring.Component):
     *t* + 1, one per cycle, and ``wr_ack`` pulses in the cycle after the last. Commands are
     accepted when no burst is under way and ``hold`` is low. ``idle`` is high when no burst is
     under way: the SRAM port is free for another user in such a cycle unless the core offers
-    a command (``busy_next``).
+    a command (``busy_next``). ``stall`` is high when a read burst's stages hold: the only
+    cycles in which the SRAM's latch must keep its word.
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
-                          "busy_next": Out(1),
+                          "busy_next": Out(1), "stall": Out(1),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
 
     def elaborate(self, platform):
@@ -80,7 +81,7 @@ class MemPortSram(wiring.Component):
                 # the beat. Both move when B is empty or the core takes its beat, and hold
                 # together otherwise.
                 advance = ~out_valid | port.rd.ready
-                m.d.comb += sram.ren.eq(advance)
+                m.d.comb += [sram.ren.eq(advance), self.stall.eq(~advance)]
                 with m.If(advance):
                     m.d.sync += [a_valid.eq(left != 0), a_last.eq(left == 1),
                                  out_valid.eq(a_valid), out_last.eq(a_last)]
@@ -152,17 +153,22 @@ class OnChipMemory(wiring.Component):
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += [reading.eq(host & ~bus.we), answer.eq(reading)]
         m.d.sync += read_lane.eq(lane)
-        # the adapter reads only in its READ state, so in `reading` (it is held idle) and in
-        # `answer` (idle: a command taken then reads from the cycle after) the output
-        # register is the host's
+        # The latch reads in every cycle but those in which a burst's stages hold (a read has
+        # no side effect, and a word read while it is written is never used: the output
+        # register takes a host's word from the latch the cycle after):
+        # the block RAMs' read enable is then not a function of the host's arbitration (Fmax).
+        m.d.comb += sram.ren.eq(~ad.stall)
         with m.If(host):
-            m.d.comb += [sram.raddr.eq(word), sram.ren.eq(~bus.we), sram.waddr.eq(word),
+            m.d.comb += [sram.raddr.eq(word), sram.waddr.eq(word),
                          sram.wdata.eq(bus.wdata.replicate(lanes)),
                          sram.wen.eq(bus.we.replicate(4) << (4 * lane))]
         with m.Else():
-            m.d.comb += [sram.raddr.eq(ad.sram.raddr), sram.ren.eq(ad.sram.ren),
+            m.d.comb += [sram.raddr.eq(ad.sram.raddr),
                          sram.waddr.eq(ad.sram.waddr), sram.wdata.eq(ad.sram.wdata),
                          sram.wen.eq(ad.sram.wen)]
+        # the adapter reads only in its READ state, so in `reading` (it is held idle) and in
+        # `answer` (idle: a command taken then reads from the cycle after) the output
+        # register is the host's
         m.d.comb += [oce.eq(ad.sram.ren | reading), ad.sram.rdata.eq(sram.rdata),
                      bus.rdata.eq(sram.rdata.word_select(read_lane, 32)),
                      bus.ack.eq((host & bus.we) | answer)]
