@@ -72,7 +72,7 @@ class BoardSoC(wiring.Component):
 
     ``memory`` is ``"onchip"`` (block RAM) or ``"sdram"`` (LiteDRAM on the SDRAM chip at the
     ``sdram`` pins; the host sees its first ``mem_bytes``). Ports: ``rx``/``tx`` (the serial
-    line at one bit per ``divisor`` cycles), ``leds`` (bit 0 running, bit 1 done, bit 2 error).
+    line at one bit per ``divisor`` cycles), ``leds`` (registered: bit 0 running, bit 1 done, bit 2 error).
     The host's address map is :mod:`isa.hostlink`'s: DRAM from 0, the registers of
     :mod:`isa.registers` at ``CSR_BASE``. ``external_core``: no core inside, its ports are
     the design's port ``core`` (to measure the board's own paths, ``bitstreams.probe``).
@@ -140,9 +140,10 @@ class BoardSoC(wiring.Component):
         wiring.connect(m, to_csr.axil, csr.bus)
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
                      core.launch.eq(csr.launch), core.insn_addr.eq(csr.insn_addr),
-                     core.insn_count.eq(csr.insn_count), core.dram_size.eq(csr.dram_size),
-                     self.leds.eq(core.running | (core.done << 1)
-                                  | ((core.error_code != 0) << 2))]
+                     core.insn_count.eq(csr.insn_count), core.dram_size.eq(csr.dram_size)]
+        # The LEDs from a register: the error code is the core's choice among its held error
+        # indices (combinational), which must not reach a pin in the same cycle.
+        m.d.sync += self.leds.eq(core.running | (core.done << 1) | ((core.error_code != 0) << 2))
         for name in ("running", "done", "error_code", "error_index", "cycles", *COUNTERS):
             m.d.comb += getattr(csr, name).eq(getattr(core, name))
 
