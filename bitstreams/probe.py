@@ -122,7 +122,7 @@ def _board(cfg):
     hz = cfg.target_mhz * 1e6
     return BoardSoC(cfg, mem_bytes=DEFAULT_MEM_BYTES, divisor=uart_divisor(hz, H.DEFAULT_BAUD),
                     idle_timeout=int(H.IDLE_TIMEOUT_S * hz), clock_hz=round(hz),
-                    external_core=True)
+                    external_core=True, dp16kd=True)
 
 
 class ComputeStandIn(wiring.Component):

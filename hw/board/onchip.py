@@ -7,7 +7,7 @@ port changes, this adapter is what changes.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -21,9 +21,11 @@ __all__ = ["SramSignature", "MemPortSram", "OnChipMemory"]
 
 
 class SramSignature(wiring.Signature):
-    """A synchronous SRAM port of ``width``-bit words, seen from its user: ``rdata`` is the
-    word at ``raddr`` of the cycle before in which ``ren`` was high (held otherwise);
-    ``wen`` (one bit per byte) writes ``wdata`` at ``waddr``."""
+    """A synchronous SRAM port of ``width``-bit words with an output register, seen from its
+    user: a cycle in which ``ren`` is high reads the word at ``raddr`` into the memory's
+    latch and moves the latch into the output register ``rdata`` (both held otherwise), so
+    ``rdata`` is the word at ``raddr`` of the earlier of the last two cycles ``ren`` was
+    high; ``wen`` (one bit per byte) writes ``wdata`` at ``waddr``."""
 
     def __init__(self, width: int, addr_bits: int):
         super().__init__({"raddr": Out(addr_bits), "ren": Out(1), "rdata": In(width),
@@ -36,18 +38,19 @@ class MemPortSram(wiring.Component):
     The port allows several bursts in flight; this memory accepts one at a time (it holds
     ``rcmd.ready``/``wcmd.ready`` low meanwhile), a read before a write offered in the same
     cycle. Timing, for a command handshake in cycle *t*: a read's first beat is offered in
-    *t* + 3 (the block RAM's output passes a register), then one beat per cycle while the
+    *t* + 3 (the block RAM's output register offers it), then one beat per cycle while the
     core accepts; a write's beats are accepted from
     *t* + 1, one per cycle, and ``wr_ack`` pulses in the cycle after the last. Commands are
     accepted when no burst is under way and ``hold`` is low. ``idle`` is high when no burst is
     under way: the SRAM port is free for another user in such a cycle unless the core offers
-    a command (``busy_next``).
+    a command (``busy_next``). ``stall`` is high when a read burst's stages hold: the only
+    cycles in which the SRAM's latch must keep its word.
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
-                          "busy_next": Out(1),
+                          "busy_next": Out(1), "stall": Out(1),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
 
     def elaborate(self, platform):
@@ -57,8 +60,7 @@ class MemPortSram(wiring.Component):
         addr = Signal.like(sram.raddr)
         left = Signal(range(self._cfg.max_burst_beats + 1))
         out_valid, out_last, a_valid, a_last = Signal(), Signal(), Signal(), Signal()
-        out_data = Signal.like(port.rd.payload.data)
-        m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(out_data),
+        m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(sram.rdata),
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
         m.d.comb += self.busy_next.eq(port.rcmd.valid | port.wcmd.valid)
@@ -75,16 +77,14 @@ class MemPortSram(wiring.Component):
                                  left.eq(port.wcmd.payload.len + 1)]
                     m.next = "WRITE"
             with m.State("READ"):
-                # Two stages: the read port's output (A) and a plain register (B) that offers
-                # the beat, so the block RAM's clock-to-output ends in a flip-flop, not in the
-                # memory-port slice's multiplexer (Fmax). Both move when B is empty or the
-                # core takes its beat, and hold together otherwise.
+                # Two stages: the memory's latch (A) and its output register (B), which offers
+                # the beat. Both move when B is empty or the core takes its beat, and hold
+                # together otherwise.
                 advance = ~out_valid | port.rd.ready
-                m.d.comb += sram.ren.eq(advance)
+                m.d.comb += [sram.ren.eq(advance), self.stall.eq(~advance)]
                 with m.If(advance):
                     m.d.sync += [a_valid.eq(left != 0), a_last.eq(left == 1),
-                                 out_valid.eq(a_valid), out_last.eq(a_last),
-                                 out_data.eq(sram.rdata)]
+                                 out_valid.eq(a_valid), out_last.eq(a_last)]
                     with m.If(left != 0):
                         m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
                     with m.Elif(~a_valid & out_valid):
@@ -107,17 +107,23 @@ class OnChipMemory(wiring.Component):
 
     The core has priority: a host access is served in a cycle in which the adapter is idle and
     the core requests nothing; a write is acknowledged in that cycle, a read two cycles later
-    (the word passes a register; the core's next command waits the one cycle the block RAM's
-    output is the host's). Word addresses past the memory wrap around
+    (the word passes the block RAM's output register; the core's next command waits the one
+    cycle that register is the host's). Word addresses past the memory wrap around
     (the core's DRAM_SIZE check keeps it inside; the host link checks the host).
+
+    ``dp16kd``: build the memory of ECP5 DP16KD primitives with their output register
+    (``REGMODE = "OUTREG"``: Yosys never infers it, and without it the block RAM's 5.6 ns
+    clock-to-output starts the board's worst path) for a synthesis; otherwise (simulation, or
+    a geometry one DP16KD mode cannot hold without a multiplexer) an inferred memory and a
+    register of the same behaviour.
     """
 
-    def __init__(self, cfg: VTAConfig, size: int):
+    def __init__(self, cfg: VTAConfig, size: int, *, dp16kd: bool = False):
         bus_bytes = cfg.bus_width // 8
         if size <= 0 or size % bus_bytes or size & (size - 1):
             raise ValueError(f"on-chip memory size {size} must be a power of two and a "
                              f"multiple of the bus width ({bus_bytes} bytes)")
-        self._cfg, self._size = cfg, size
+        self._cfg, self._size, self._dp16kd = cfg, size, dp16kd
         self._depth = size // bus_bytes
         super().__init__({"port": In(MemPortSignature(cfg)), "bus": In(WordBusSignature())})
 
@@ -125,9 +131,12 @@ class OnChipMemory(wiring.Component):
         m = Module()
         cfg, w = self._cfg, self._cfg.bus_width
         addr_bits = max(1, (self._depth - 1).bit_length())
-        m.submodules.mem = mem = Memory(shape=w, depth=self._depth, init=[])
-        rp = mem.read_port()
-        wp = mem.write_port(granularity=8)
+        sram = SramSignature(w, addr_bits).create()
+        oce = Signal()                       # the output register loads (`sram.ren` moves A)
+        if self._dp16kd and self._depth in _DP16KD_WIDTH:
+            _dp16kd_memory(m, sram, oce, w, addr_bits)
+        else:
+            _modelled_memory(m, sram, oce, w, self._depth)
         m.submodules.adapter = ad = MemPortSram(cfg, addr_bits)
         wiring.connect(m, wiring.flipped(self.port), ad.port)
 
@@ -137,28 +146,81 @@ class OnChipMemory(wiring.Component):
         word = bus.addr[lane_bits:lane_bits + addr_bits]
         lane = bus.addr[:lane_bits] if lane_bits else 0
         read_lane = Signal(max(1, lane_bits))
-        reading = Signal()                   # the block RAM's output is the host's word
-        answer = Signal()                    # the word is in `rdata`: acknowledged
-        rdata = Signal(w)
+        reading = Signal()                   # the block RAM's latch holds the host's word
+        answer = Signal()                    # the word is in the output register: acknowledged
         host = Signal()                      # the host owns the SRAM port in this cycle
         m.d.comb += host.eq(bus.stb & ~reading & ~answer & ad.idle & ~ad.busy_next)
         m.d.comb += ad.hold.eq(reading)
         m.d.sync += [reading.eq(host & ~bus.we), answer.eq(reading)]
         m.d.sync += read_lane.eq(lane)
-        # the whole memory word registered on the way to the host link: the block RAM's
-        # clock-to-output (no output register) and the host's read multiplexers are not one
-        # path (Fmax)
-        with m.If(reading):
-            m.d.sync += rdata.eq(rp.data)
+        # The latch reads in every cycle but those in which a burst's stages hold (a read has
+        # no side effect, and a word read while it is written is never used: the output
+        # register takes a host's word from the latch the cycle after):
+        # the block RAMs' read enable is then not a function of the host's arbitration (Fmax).
+        m.d.comb += sram.ren.eq(~ad.stall)
         with m.If(host):
-            m.d.comb += [rp.addr.eq(word), rp.en.eq(~bus.we), wp.addr.eq(word),
-                         wp.data.eq(bus.wdata.replicate(lanes)),
-                         wp.en.eq(bus.we.replicate(4) << (4 * lane))]
+            m.d.comb += [sram.raddr.eq(word), sram.waddr.eq(word),
+                         sram.wdata.eq(bus.wdata.replicate(lanes)),
+                         sram.wen.eq(bus.we.replicate(4) << (4 * lane))]
         with m.Else():
-            m.d.comb += [rp.addr.eq(ad.sram.raddr), rp.en.eq(ad.sram.ren),
-                         wp.addr.eq(ad.sram.waddr), wp.data.eq(ad.sram.wdata),
-                         wp.en.eq(ad.sram.wen)]
-        m.d.comb += [ad.sram.rdata.eq(rp.data),
-                     bus.rdata.eq(rdata.word_select(read_lane, 32)),
+            m.d.comb += [sram.raddr.eq(ad.sram.raddr),
+                         sram.waddr.eq(ad.sram.waddr), sram.wdata.eq(ad.sram.wdata),
+                         sram.wen.eq(ad.sram.wen)]
+        # the adapter reads only in its READ state, so in `reading` (it is held idle) and in
+        # `answer` (idle: a command taken then reads from the cycle after) the output
+        # register is the host's
+        m.d.comb += [oce.eq(ad.sram.ren | reading), ad.sram.rdata.eq(sram.rdata),
+                     bus.rdata.eq(sram.rdata.word_select(read_lane, 32)),
                      bus.ack.eq((host & bus.we) | answer)]
         return m
+
+
+# DP16KD data width (bits of a word per block RAM) for a memory of each depth: one block RAM
+# holds the whole depth, so no block RAM's output passes a multiplexer; 9 is the x9 mode
+# (one byte and its unused parity bit).
+_DP16KD_WIDTH = {16384: 1, 8192: 2, 4096: 4, 2048: 9}
+
+
+def _modelled_memory(m, sram, oce, width, depth):
+    """An inferred memory and a register after it: ``sram``'s contract, for simulation."""
+    m.submodules.mem = mem = Memory(shape=width, depth=depth, init=[])
+    rp = mem.read_port()
+    wp = mem.write_port(granularity=8)
+    out = Signal(width)
+    with m.If(oce):
+        m.d.sync += out.eq(rp.data)
+    m.d.comb += [rp.addr.eq(sram.raddr), rp.en.eq(sram.ren), wp.addr.eq(sram.waddr),
+                 wp.data.eq(sram.wdata), wp.en.eq(sram.wen), sram.rdata.eq(out)]
+
+
+def _dp16kd_memory(m, sram, oce, width, addr_bits):
+    """``sram``'s contract of DP16KD block RAMs side by side, each a slice of every word:
+    port A writes, port B reads into its output register (loaded when ``oce``)."""
+    mode = _DP16KD_WIDTH[1 << addr_bits]
+    bits = min(mode, 8)                      # data bits per block RAM
+    shift = {1: 0, 2: 1, 4: 2, 9: 3}[mode]   # the mode's unused low address pins
+    waddr, raddr = sram.waddr << shift, sram.raddr << shift
+    dout = []
+    for i in range(width // bits):
+        lo = i * bits
+        do = Signal(bits, name=f"dram_do{i}")
+        dout.append(do)
+        pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
+                "i_CEA": 1, "i_OCEA": 1, "i_RSTA": 0, "i_WEA": sram.wen[lo // 8],
+                "i_CEB": sram.ren, "i_OCEB": oce, "i_RSTB": 0, "i_WEB": 0}
+        for k in range(14):
+            pins[f"i_ADA{k}"] = waddr[k] if k < len(waddr) else 0
+            pins[f"i_ADB{k}"] = raddr[k] if k < len(raddr) else 0
+        for k in range(3):
+            pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
+        for k in range(18):
+            pins[f"i_DIA{k}"] = sram.wdata[lo + k] if k < bits else 0
+            pins[f"i_DIB{k}"] = 0
+            if k < bits:
+                pins[f"o_DOB{k}"] = do[k]
+        m.submodules[f"dram{i}"] = Instance(
+            "DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode, p_REGMODE_A="NOREG",
+            p_REGMODE_B="OUTREG", p_RESETMODE="SYNC", p_CSDECODE_A="0b000",
+            p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
+            p_GSR="DISABLED", **pins)
+    m.d.comb += sram.rdata.eq(Cat(*dout))

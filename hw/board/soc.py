@@ -76,14 +76,18 @@ class BoardSoC(wiring.Component):
     The host's address map is :mod:`isa.hostlink`'s: DRAM from 0, the registers of
     :mod:`isa.registers` at ``CSR_BASE``. ``external_core``: no core inside, its ports are
     the design's port ``core`` (to measure the board's own paths, ``bitstreams.probe``).
+    ``dp16kd``: the on-chip memory of ECP5 block-RAM primitives (a synthesis, not a
+    simulation; :class:`~hw.board.onchip.OnChipMemory`).
     """
 
     def __init__(self, cfg: VTAConfig, *, mem_bytes: int, divisor: int, idle_timeout: int,
-                 clock_hz: int = 0, memory: str = "onchip", external_core: bool = False):
+                 clock_hz: int = 0, memory: str = "onchip", external_core: bool = False,
+                 dp16kd: bool = False):
         if memory not in MEMORIES:
             raise ValueError(f"board memory {memory!r}: choose from {', '.join(MEMORIES)}")
         self._cfg, self._mem_bytes, self._clock_hz = cfg, mem_bytes, clock_hz
         self._divisor, self._timeout, self.memory = divisor, idle_timeout, memory
+        self._dp16kd = dp16kd
         ports = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(3)}
         if external_core:
             # the core's ports as the design's own (bitstreams.probe registers them: the
@@ -124,7 +128,7 @@ class BoardSoC(wiring.Component):
             m.d.comb += self.mem_ready.eq(mem.ready)
             mem_ready = mem.ready
         else:
-            m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes)
+            m.submodules.mem = mem = OnChipMemory(cfg, self._mem_bytes, dp16kd=self._dp16kd)
             mem_ready = 1
         m.submodules.bridge = bridge = UartBridge(self._divisor, self._timeout)
         m.submodules.to_csr = to_csr = WordBusToAxiLite()

@@ -66,7 +66,8 @@ class Ulx3sTop(Elaboratable):
         m.submodules.soc = soc = BoardSoC(self.cfg, mem_bytes=self.mem_bytes,
                                           divisor=self.divisor,
                                           idle_timeout=int(H.IDLE_TIMEOUT_S * self.clk_hz),
-                                          clock_hz=round(self.clk_hz), memory=self.memory)
+                                          clock_hz=round(self.clk_hz), memory=self.memory,
+                                          dp16kd=True)
         if self.memory == "sdram":
             self._sdram_pins(m, platform, soc.sdram)
             m.d.comb += platform.request("led", 3).o.eq(soc.mem_ready)
