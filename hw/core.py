@@ -159,7 +159,6 @@ class VTACore(wiring.Component):
                                                                               running, done)
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
-            halt_modules.eq(fetch_err | mod_err | core_err_latched | finish_seen | done),
             self.running.eq(running & ~done), self.done.eq(done),
             self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
                                    Mux(mod_err, mod_code_now, 0))),
@@ -180,6 +179,13 @@ class VTACore(wiring.Component):
             m.d.sync += running.eq(1)
 
         core_err, core_code, core_index = self._stuck(m, fetch, modules, queues)
+        # The modules' halt, ``fetch_err | mod_err | core_err_latched | finish_seen | done``,
+        # as one register (Fmax, §12 step 11): none of those flags clears during a run, so it
+        # rises with the first of them. Their setting conditions reduce to the terms below
+        # once the halt is up (each is guarded by a flag that already implies it; ``done``
+        # follows a failure or FINISH, already latched).
+        m.d.sync += halt_modules.eq(halt_modules | running & (best_valid | core_err | fetch.err
+                                                              | modules[1].finish))
         with m.If(running & ~halt_modules & core_err):
             m.d.sync += [core_err_latched.eq(1), err_code.eq(core_code),
                          err_index.eq(core_index)]

@@ -79,11 +79,15 @@ class MemPortSignature(wiring.Signature):
 class MemArbiter(wiring.Component):
     """Per-command round-robin arbiter of the read clients; the store's write channels pass.
 
-    Reads: in a cycle where ``halt`` is low and fewer than ``cfg.mem_outstanding`` read bursts
-    are in flight, the first client with ``rcmd.valid`` in the order ``ptr, ptr+1, …`` (mod 3;
-    fetch 0, load 1, compute 2) is connected combinationally to the memory's ``rcmd`` (zero
-    added latency); its handshake sets ``ptr`` to the next client, so a client waits for at
-    most two other commands (no starvation). The granted client's number is queued (a FIFO of
+    Reads: the client holding the grant (a one-hot register) is connected to the memory's
+    ``rcmd`` in a cycle where ``halt`` is low and fewer than ``cfg.mem_outstanding`` read
+    bursts are in flight. The grant holds while its client requests without a handshake;
+    otherwise the next cycle's grant is the first client with ``rcmd.valid`` in this cycle in
+    the order ``ptr, ptr+1, …`` (mod 3; fetch 0, load 1, compute 2), a handshake setting
+    ``ptr`` to the next client. So no ``valid`` reaches another client's ``ready``; a client
+    that starts requesting waits a cycle more, one that keeps requesting is granted back to
+    back, and none waits for more than two other commands. The granted client's number is
+    queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
     popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
     register, so ``rd.valid`` reaches the client through one gate; its next value is selected
@@ -115,36 +119,42 @@ class MemArbiter(wiring.Component):
         writes = Signal(range(depth + 1))
         m.d.comb += self.idle.eq((reads == 0) & (writes == 0))
 
-        # Read commands: the first requester from ptr on (round robin).
+        # Read commands: a registered grant (one-hot ``gnt``) picks the client connected to
+        # the memory's ``rcmd``, so no client's ``valid`` reaches another's ``ready``. The
+        # grant holds while its client waits; otherwise it is re-picked for the next cycle:
+        # the first requester from ``ptr`` on (round robin, ``ptr`` after this cycle's
+        # handshake).
         req = Signal(n)
-        win = Signal(n)
+        gnt = Signal(n)
         winner = Signal(range(n))
         for i in range(n):
             m.d.comb += req[i].eq(readers[i].rcmd.valid)
-        with m.Switch(ptr):
-            for p in range(n):
-                with m.Case(p):
-                    order = [(p + j) % n for j in range(n)]
-                    for j, i in enumerate(order):
-                        cond = req[i]
-                        for k in order[:j]:
-                            cond = cond & ~req[k]
-                        m.d.comb += win[i].eq(cond)
-        for i in range(n):
-            with m.If(win[i]):
+            with m.If(gnt[i]):
                 m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
         can_read = Signal()
         m.d.comb += [can_read.eq(~self.halt & (reads != depth)),
-                     self.mem.rcmd.valid.eq(can_read & (req != 0))]
+                     self.mem.rcmd.valid.eq(can_read & (gnt & req).any())]
         for i in range(n):
-            m.d.comb += readers[i].rcmd.ready.eq(can_read & win[i] & self.mem.rcmd.ready)
+            m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
         rcmd_fire = Signal()
         rd_done = Signal()
         m.d.comb += [rcmd_fire.eq(self.mem.rcmd.valid & self.mem.rcmd.ready),
                      rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
+        ptr_next = Signal(range(n))
+        m.d.comb += ptr_next.eq(Mux(rcmd_fire, _wrap_inc(winner, n), ptr))
+        m.d.sync += ptr.eq(ptr_next)
+        with m.If(~((gnt & req).any() & ~rcmd_fire)):      # not a client waiting: re-pick
+            with m.Switch(ptr_next):
+                for p in range(n):
+                    with m.Case(p):
+                        order = [(p + j) % n for j in range(n)]
+                        for j, i in enumerate(order):
+                            cond = req[i]
+                            for k in order[:j]:
+                                cond = cond & ~req[k]
+                            m.d.sync += gnt[i].eq(cond)
         with m.If(rcmd_fire):
-            m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth)),
-                         ptr.eq(_wrap_inc(winner, n))]
+            m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth))]
         with m.If(rd_done):
             m.d.sync += head.eq(_wrap_inc(head, depth))
 
@@ -160,7 +170,7 @@ class MemArbiter(wiring.Component):
         m.d.comb += [after.eq(1 << tags[_wrap_inc(head, depth)]),
                      fresh.eq((reads == 0) | rd_done & (reads == 1))]
         m.d.sync += [reads.eq(reads + rcmd_fire - rd_done),
-                     owner.eq(Mux(fresh, Mux(rcmd_fire, win, 0),
+                     owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
         for i in range(n):
             m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)

@@ -148,13 +148,14 @@ class Core:
         rd_last = rd_fire = False
         cmds = grant = None
         arb_halt = self.arb_halt     # the RTL's arbiter halt: ``failed`` one cycle late
+        if fetch.reader.iw.left or load.active.reader.iw.left or compute.active.reader.iw.left:
+            cmds = (fetch.cmd(), load.cmd(), compute.cmd())
+            grant = arb.gnt
+            if grant is not None and cmds[grant] is None:
+                grant = None        # the granted client does not request
         if not arb_halt:
-            if len(tags) != arb.n and (fetch.reader.iw.left or load.active.reader.iw.left
-                                       or compute.active.reader.iw.left):
-                cmds = (fetch.cmd(), load.cmd(), compute.cmd())
-                grant = arb.pick(cmds)
-                if grant is not None and len(reads) < mem.n:
-                    fire = grant
+            if grant is not None and len(tags) != arb.n and len(reads) < mem.n:
+                fire = grant
             if store.writer.iw.left:
                 wcmd = store.cmd()
                 if wcmd is not None and len(writes) + len(acks) < mem.n:
@@ -253,6 +254,8 @@ class Core:
             mem.read_command(t, cmd[0], cmd[1], fire)
             tags.append(fire)
             arb.ptr = (fire + 1) % 3
+        if grant is None or fire >= 0:      # no client waits on the grant: re-pick
+            arb.gnt = arb.pick(cmds) if cmds is not None else None
         if wfire:
             mem.write_command(t, *wcmd)
             arb.writes += 1
@@ -308,7 +311,7 @@ def _snapshot(self) -> tuple:
     m, arb = self.mem, self.arb
     return (self.running, self.done, self.arb_halt, self.fetch_err, self.mod_err, self.core_err,
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
-            len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.writes,
+            len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,

@@ -218,16 +218,21 @@ class MemoryTiming:
 
 
 class MemArbiter:
-    """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute
-    (``ptr``: the client served first; after a grant the next one), at most
-    ``mem_outstanding`` read bursts in flight; the granted client's number is queued and the
-    ``rd`` beats go to the head of the queue. The store's writes pass straight through;
-    ``writes`` counts them until their ``wr_ack``. Nothing is granted while halted.
+    """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute,
+    registered: ``gnt`` (a client or None) is the only client whose command may fire in a
+    cycle (not halted, fewer than ``mem_outstanding`` read bursts in flight). While ``gnt``
+    requests and does not fire it holds; otherwise the next ``gnt`` is the first requester
+    of this cycle from ``ptr`` on (``ptr``: after a command the client behind it). So a
+    client that starts requesting waits a cycle more; one that keeps requesting is re-granted
+    and its bursts go back to back. The granted client's number is queued and the ``rd``
+    beats go to the head of the queue. The store's writes pass straight through; ``writes``
+    counts them until their ``wr_ack``.
     """
 
     def __init__(self, cfg: VTAConfig):
         self.n = cfg.mem_outstanding
         self.ptr = 0
+        self.gnt = None
         self.tags = deque()
         self.writes = 0
 
