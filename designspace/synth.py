@@ -93,6 +93,13 @@ def _run(cmd: list, cwd: Path, timeout: float, what: str, log: Path) -> None:
         raise SynthesisError(f"{what} did not finish in {timeout:.0f} s (log: {log})") from None
     if proc.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        if not tail:            # `yosys -q -l FILE` writes its ERROR line only to FILE
+            for other in sorted(cwd.glob("*.log")):
+                errors = [line for line in other.read_text(errors="replace").splitlines()
+                          if line.startswith("ERROR")]
+                if errors:
+                    tail, log = errors[-1:], other
+                    break
         raise SynthesisError(f"{what} failed with status {proc.returncode}: "
                              f"{' | '.join(tail)} (log: {log})")
 

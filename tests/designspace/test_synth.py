@@ -94,3 +94,15 @@ def test_tools_run_at_niceness_10_not_stacked_on_a_niced_sweep():
     out = subprocess.run(["nice", "-n", str(max(0, TOOL_NICENESS - here)), sys.executable,
                           "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_quiet_tool_failure_quotes_the_error_of_its_own_log(tmp_path):
+    # `yosys -q -l yosys.log` prints nothing and keeps its ERROR line in yosys.log (the case of
+    # Yosys 0.70's ABC9 assertion on one sweep point): the message must still say what failed.
+    import sys
+    from designspace.synth import _run
+    script = ("open('yosys.log','w').write('2.46 ABC\\nERROR: Assert failed in rtlil.cc\\n');"
+              "raise SystemExit(1)")
+    with pytest.raises(SynthesisError, match=r"status 1: ERROR: Assert failed in rtlil\.cc "
+                                             r"\(log: .*yosys\.log\)"):
+        _run([sys.executable, "-c", script], tmp_path, 30, "Yosys", tmp_path / "yosys.out")

@@ -281,7 +281,11 @@ def test_arbiter_round_robin_per_command_and_routes_data_in_order():
             ctx.set(dut.clients[i].rcmd.payload, {"addr": 8 * i, "len": 0})
             ctx.set(dut.clients[i].rd.ready, 1)
         order = []
-        for _ in range(3):                  # all three ask: fetch, load, compute in turn
+        # the grant is a register: the cycle the requests appear picks, nothing fires in it
+        assert not ctx.get(dut.mem.rcmd.valid)
+        assert not any(ctx.get(dut.clients[i].rcmd.ready) for i in range(3))
+        await ctx.tick()
+        for _ in range(3):                  # all three ask: fetch, load, compute back to back
             order.append(ctx.get(dut.mem.rcmd.payload.addr) // 8)
             assert [ctx.get(dut.clients[i].rcmd.ready) for i in range(3)] == \
                 [i == order[-1] for i in range(3)]
@@ -303,7 +307,9 @@ def test_arbiter_round_robin_per_command_and_routes_data_in_order():
         # the round robin goes on after the last grant (compute): fetch, then load
         ctx.set(dut.clients[1].rcmd.valid, 1)
         ctx.set(dut.clients[0].rcmd.valid, 1)
-        assert ctx.get(dut.mem.rcmd.payload.addr) == 0
+        assert not ctx.get(dut.mem.rcmd.valid)      # picked in this cycle, granted in the next
+        await ctx.tick()
+        assert ctx.get(dut.mem.rcmd.valid) and ctx.get(dut.mem.rcmd.payload.addr) == 0
         await ctx.tick()
         ctx.set(dut.clients[0].rcmd.valid, 0)
         assert ctx.get(dut.mem.rcmd.payload.addr) == 8
