@@ -244,8 +244,14 @@ def probe(block: str, config, work: Path, *, seed: int = 1, target_mhz: float = 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bitstreams.probe", description=__doc__.split(
         "\n\n")[0])
-    p.add_argument("--block", choices=sorted(BLOCKS), default="compute")
-    p.add_argument("--config", default="ecp5-small")
+    p.add_argument("--block", choices=sorted(BLOCKS), default="compute",
+                   help="compute: the compute module (GEMM, tensor ALU, loaders, UOP/ACC "
+                        "buffers); gemm, alu, uop_loop: one of its parts; gemm_buffers: the "
+                        "GEMM with its four buffers; load, store, csr: those modules; memside: "
+                        "the whole core with a registered stand-in for the compute module; "
+                        "board: the on-chip board design without the core (default: compute)")
+    p.add_argument("--config", default="ecp5-small",
+                   help="a shipped configuration name or a JSON file (default: ecp5-small)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=3000, help="seconds per tool")
     p.add_argument("--work", type=Path, default=None,
