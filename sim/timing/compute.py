@@ -102,7 +102,10 @@ def alu_stall_positions(semantics, insn, limit: int | None) -> list[int]:
     """Positions (in loop order, below ``limit`` if given) of the micro-op executions of an ALU
     that wait (:func:`isa.arch.alu_stalls`), from its micro-op indices chunk by chunk."""
     bases = semantics._uop_bases(insn)
-    out, prev, pos = [], None, 0
+    # Runs of consecutive stalled positions, expanded at the end: a huge loop that the run's
+    # timeout stops part-way through this walk holds a few numbers per chunk, not one per
+    # stall (every micro-op of a loop on one ACC entry stalls; bounded-memory fuzz test).
+    chunks, prev, pos = [], None, 0
     for dst, src, _ in semantics._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
         if limit is not None and pos >= limit:
             break
@@ -112,10 +115,19 @@ def alu_stall_positions(semantics, insn, limit: int | None) -> list[int]:
             base = pos - 1
         else:
             base = 0
-        out.extend((np.flatnonzero(alu_stalls(dst, src)) + base + 1).tolist())
+        idx = np.flatnonzero(alu_stalls(dst, src)) + base + 1
+        if idx.size:
+            breaks = np.flatnonzero(np.diff(idx) != 1)
+            chunks.append((idx[np.r_[0, breaks + 1]], idx[np.r_[breaks, idx.size - 1]] + 1))
         pos = base + dst.size
         prev = dst[-1:]
     semantics.executing = None
+    out = []
+    if chunks:
+        starts = np.concatenate([c[0] for c in chunks])
+        lengths = np.concatenate([c[1] for c in chunks]) - starts
+        before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        out = (np.repeat(starts - before, lengths) + np.arange(lengths.sum())).tolist()
     return out if limit is None else [p for p in out if p < limit]
 
 
