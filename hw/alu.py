@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,10 +13,22 @@ from isa.encoding import AluOp
 from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result"]
+__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result",
+           "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
+
+
+def one_hot(width: int, choices):
+    """The OR of the ``width``-bit values whose select is high (``choices``: (select, value)
+    pairs; at most one select high, each a register): two LUT levels for four choices, where a
+    chain of priority multiplexers takes a level per choice."""
+    terms = [sel.replicate(width) & val for sel, val in choices]
+    out = terms[0]
+    for t in terms[1:]:
+        out = out | t
+    return out
 
 
 def mul_join(p_lo, p_mid, width: int):
@@ -100,22 +112,23 @@ class TensorAlu(wiring.Component):
     a micro-op waits ``ALU_STALL`` (1) cycle when it reads what the one just ahead writes.
 
     ``start`` in cycle *c* → micro-op *j* issued in *c* + 1 + *j* + *s*(*j*), writes ACC[dst]
-    in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (6), where *s*(*j*) counts the micro-ops
+    in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (7), where *s*(*j*) counts the micro-ops
     1 … *j* whose dst, or in vector mode src, equals the dst of the micro-op before them
-    (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 6 + *s*(N − 1) cycles. Pipeline: S0
+    (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
     micro-op read; S1 indices; S2 range check, ACC reads of dst (port A) and src (port B), the
-    stall test against S3 and the forward flags against S4–S6 (all on registers); S3 operands
-    registered (SRAM data or forwarded, the immediate folded in); S4 BATCH × BLOCK_OUT lanes
-    compute MIN/MAX/ADD/SHR, and MUL's partial products of 16-bit halves, into registers
-    straight from the operand registers; S5 MUL's halves joined (one 16-bit add), every op's
-    result into a register; S6 write. A stalled micro-op stays in S2 a second cycle (S0 and S1
-    hold, its reads repeat) and a bubble enters S3, so a producer is always two or more stages
-    ahead of its reader: S3 forwards from S5's join (two ahead), the result register (three)
-    and the last write (four); the S2 read sees everything older. No op shares a cycle with a
-    forward of its own result: the loop that bound the clock before spans two cycles. Vector
-    mode runs at the same rate because the ACC buffer has a second read port for src (on an
-    FPGA: a copy of the ACC buffer). An index past the ACC depth (src only in vector mode)
-    raises ``err`` in S2 (in the micro-op's first S2 cycle).
+    stall test against S3 (all on registers); S3 the block RAMs' data registered, the operand
+    selects registered (which micro-op ahead, now in S5–S7 or the last write, writes the
+    entry); S4 operands registered (data or forwarded, the immediate folded in); S5
+    BATCH × BLOCK_OUT lanes compute MIN/MAX/ADD/SHR, and MUL's partial products of 16-bit
+    halves, into registers straight from the operand registers; S6 MUL's halves joined, every
+    op's result into a register; S7 write. A stalled micro-op stays in S2 a second cycle (S0
+    and S1 hold, its reads repeat) and a bubble enters S3, so a producer is always two or more
+    stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
+    (three) and the last two writes (four, five); the S2 read sees everything older. No op
+    shares a cycle with a forward of its own result, and no block-RAM output feeds logic
+    before a register. Vector mode runs at the same rate because the ACC buffer has a second
+    read port for src (on an FPGA: a copy of the ACC buffer). An index past the ACC depth
+    (src only in vector mode) raises ``err`` in S2 (in the micro-op's first S2 cycle).
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -146,14 +159,14 @@ class TensorAlu(wiring.Component):
         with m.If(self.start):
             m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
         L = cfg.log_acc_depth
-        self._v = {k: Signal(name=f"v{k}") for k in range(1, 7)}
-        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 7)}
+        self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
+        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
         d2, s2, bad = self._front(m, loop, use_imm)
-        flags = self._flags(m, d2, s2, use_imm)
-        r6 = self._back(m, flags, op, use_imm, imm)
+        sel = self._selects(m, use_imm)
+        r7 = self._back(m, sel, op, use_imm, imm)
         v, d = self._v, self._d
-        m.d.comb += [self.acc_waddr.eq(d[6]), self.acc_wdata.eq(r6), self.acc_wen.eq(v[6]),
-                     self.uop_done.eq(v[6])]
+        m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
+                     self.uop_done.eq(v[7])]
         m.d.comb += self.busy.eq(loop.valid | Cat(*v.values()).any())
         return m
 
@@ -187,66 +200,86 @@ class TensorAlu(wiring.Component):
             # the micro-op in S3 (just ahead) writes what this one reads: wait one cycle
             stall.eq(v[2] & v[3] & ((d[3] == d2[:L]) | (~use_imm & (d[3] == s2[:L])))),
         ]
-        s3 = Signal(L)
-        m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), s3.eq(s2)]
+        self._s3 = Signal(L)
+        m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
         return d2[:L], s2[:L], bad
 
-    def _flags(self, m, d2, s2, use_imm):
-        """S2: which micro-op ahead (now in S4, S5, S6: in S3's cycle two, three, four stages
-        ahead) writes the dst (a) and src (b) entries; registered for S3's operand select."""
+    def _selects(self, m, use_imm):
+        """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
+        the newest of the micro-ops now in S5, S6, S7 and the last write (in S4's cycle two,
+        three, four and five stages ahead: S6's join, the result register, the last write,
+        the one before it) that writes the entry, else the block RAM's data (``ram``); b is
+        the immediate (``imm``) in immediate mode. The one just ahead never writes it (the
+        stall)."""
         v, d = self._v, self._d
-        flags = {}
-        for k in (4, 5, 6):
-            fa, fb = Signal(name=f"fwd{k}_a"), Signal(name=f"fwd{k}_b")
-            m.d.sync += [fa.eq(v[k] & (d[k] == d2)), fb.eq(~use_imm & v[k] & (d[k] == s2))]
-            flags[k] = (fa, fb)
-        return flags
+        L = self._cfg.log_acc_depth
+        self._last_valid, self._last_addr = Signal(), Signal(L)
+        ahead = [(v[5], d[5]), (v[6], d[6]), (v[7], d[7]), (self._last_valid, self._last_addr)]
+        names = ("join", "r7", "last", "last2", "ram")
+        sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
+               for side in "ab"}
+        for side, idx, off in (("a", d[3], C(0, 1)), ("b", self._s3, use_imm)):
+            older = off
+            for n, (vk, dk) in zip(names, ahead):
+                hit = vk & (dk == idx)
+                m.d.sync += sel[side][n].eq(~older & hit)
+                older = older | hit
+            m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
+        return sel
 
-    def _back(self, m, flags, op, use_imm, imm):
-        """S3 operands → S4 lanes → S5 join → S6 write; returns S6's result register. S3's
-        forward (newest wins, by S2's flags): S5's join (two ahead) over the result register
-        (three) over the last write (four) over the SRAM data."""
+    def _back(self, m, sel, op, use_imm, imm):
+        """S3 ACC data registered → S4 operands → S5 lanes → S6 join → S7 write; returns S7's
+        result register. S4's operands: by S3's selects, the data or a forward (S6's join,
+        the result register, the last two writes) or the immediate."""
         cfg = self._cfg
         v, d = self._v, self._d
         lanes = cfg.batch * cfg.block_out
-        r6, last_data = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
-        a4, b4 = Signal(cfg.acc_elem_bits), Signal(cfg.acc_elem_bits)
-        r5 = self._lanes(m, op, a4, b4)
+        bits = cfg.acc_elem_bits
+        r7, last_data, last2_data = (Signal(bits, name=n) for n in ("r7", "last_data",
+                                                                    "last2_data"))
+        ram_a, ram_b = Signal(bits, name="ram_a4"), Signal(bits, name="ram_b4")
+        # S3: the block RAMs' outputs straight into registers
+        m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
+        a5, b5 = Signal(bits), Signal(bits)
+        r6 = self._lanes(m, op, a5, b5)
 
-        def operand(side, sram):
-            f = {k: flags[k][side] for k in flags}
-            return Mux(f[4], r5, Mux(f[5], r6, Mux(f[6], last_data, sram)))
+        def operand(side, ram, extra=()):
+            s = sel[side]
+            return one_hot(bits, [(s["join"], r6), (s["r7"], r7), (s["last"], last_data),
+                                  (s["last2"], last2_data), (s["ram"], ram), *extra])
 
         m.d.sync += [v[4].eq(v[3]), d[4].eq(d[3]),
-                     a4.eq(operand(0, self.acc_rdata)),
-                     b4.eq(Mux(use_imm, imm.as_unsigned().replicate(lanes),
-                               operand(1, self.src_rdata)))]
-        m.d.sync += [v[5].eq(v[4]), d[5].eq(d[4]), v[6].eq(v[5]), d[6].eq(d[5]), r6.eq(r5)]
-        # S6 writes r6; the write is kept for the S3 of the micro-op four behind.
-        m.d.sync += last_data.eq(r6)
-        return r6
+                     a5.eq(operand("a", ram_a)),
+                     b5.eq(operand("b", ram_b, [(sel["b"]["imm"],
+                                                 imm.as_unsigned().replicate(lanes))]))]
+        m.d.sync += [v[5].eq(v[4]), d[5].eq(d[4]), v[6].eq(v[5]), d[6].eq(d[5]),
+                     v[7].eq(v[6]), d[7].eq(d[6]), r7.eq(r6)]
+        # S7 writes r7; the last two writes are kept for the S4 of five and six behind.
+        m.d.sync += [self._last_valid.eq(v[7]), self._last_addr.eq(d[7]),
+                     last_data.eq(r7), last2_data.eq(last_data)]
+        return r7
 
-    def _lanes(self, m, op, a4, b4):
-        """S4: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
-        MIN/MAX compare, MUL's partial products) and the operands registered; S5:
-        :func:`lane_result`. Returns S5's result (combinational: the result register's input and
-        S3's two-ahead forward), so the multiply's halves, and the compare and its select, sit
+    def _lanes(self, m, op, a5, b5):
+        """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
+        MIN/MAX compare, MUL's partial products) and the operands registered; S6:
+        :func:`lane_result`. Returns S6's result (combinational: the result register's input and
+        S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
         in two cycles and every op takes both. ``op`` is constant through an instruction."""
         aw = self._cfg.acc_width
         h = aw // 2
-        r5 = Signal(len(a4))
-        a5, b5 = Signal(len(a4)), Signal(len(a4))
-        m.d.sync += [a5.eq(a4), b5.eq(b4)]
+        r6 = Signal(len(a5))
+        a6, b6 = Signal(len(a5)), Signal(len(a5))
+        m.d.sync += [a6.eq(a5), b6.eq(b5)]
         parts = []
-        for i in range(len(a4) // aw):
+        for i in range(len(a5) // aw):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
             sl = slice(i * aw, (i + 1) * aw)
-            m.d.comb += [lane.op.eq(op), lane.a.eq(a4[sl]), lane.b.eq(b4[sl])]
-            x5, lt5 = Signal(aw, name=f"x5_{i}"), Signal(name=f"lt5_{i}")
+            m.d.comb += [lane.op.eq(op), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
+            x6, lt6 = Signal(aw, name=f"x6_{i}"), Signal(name=f"lt6_{i}")
             p_lo, p_mid = Signal(2 * h, name=f"p_lo{i}"), Signal(aw - h, name=f"p_mid{i}")
-            m.d.sync += [x5.eq(lane.r), lt5.eq(lane.lt), p_lo.eq(lane.p_lo),
+            m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), p_lo.eq(lane.p_lo),
                          p_mid.eq(lane.p_mid)]
-            parts.append(lane_result(op, a5[sl], b5[sl], x5, lt5, p_lo, p_mid, aw))
-        m.d.comb += r5.eq(Cat(*parts))
-        return r5
+            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_mid, aw))
+        m.d.comb += r6.eq(Cat(*parts))
+        return r6

@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from isa.arch import GEMM_LATENCY  # cycles from a micro-op's issue to its ACC write
 from isa.config import VTAConfig
 
+from .alu import one_hot
 from .fields import gemm_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
@@ -23,12 +24,13 @@ class GemmCore(wiring.Component):
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
     for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
-    S2 range check, INP/WGT reads; S3 INP/WGT data registered; S4 products registered, ACC
-    read; S5 adder trees registered, ACC operand registered (SRAM data or forwarded); S6
-    accumulate into a result register; S7 write. No block-RAM read shares a cycle with a
-    multiplier or the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
-    before). The ACC read misses the writes of the three micro-ops ahead; they are forwarded
-    as in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
+    S2 range check, INP/WGT reads; S3 INP/WGT data registered, ACC read; S4 products
+    registered, ACC data registered (straight from the block RAM); S5 adder trees registered,
+    ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
+    write. Every block-RAM output goes straight into a register, and no multiplier shares a
+    cycle with the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
+    before). The ACC read misses the writes of the four micro-ops ahead; they are forwarded as
+    in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
     full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past its
     buffer raises ``err`` (in S2) and stops issue.
     """
@@ -62,8 +64,8 @@ class GemmCore(wiring.Component):
             m.d.sync += reset.eq(insn.reset)
 
         v1, v2, v3, a3 = self._front(m, loop, widths, reset)
-        v4, v5, a5, sums = self._products(m, v3, a3)
-        v7, a7, r7, v6 = self._accumulate(m, v5, a5, sums, reset)
+        v4, a4, v5, a5, sums = self._products(m, v3, a3)
+        v7, a7, r7, v6 = self._accumulate(m, v5, a4, a5, sums, reset)
         m.d.comb += [
             self.acc_waddr.eq(a7), self.acc_wdata.eq(r7), self.acc_wen.eq(v7),
             self.uop_done.eq(v7 & ~reset),
@@ -111,10 +113,10 @@ class GemmCore(wiring.Component):
         return v1, v2, v3, a3
 
     def _products(self, m, v3, a3):
-        """S3 INP/WGT data registered → S4 products registered, ACC read → S5 adder trees
-        registered; returns S5's valid and ACC index and the sums (one per BATCH × BLOCK_OUT
-        lane). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the multiplier never
-        share a cycle."""
+        """S3 INP/WGT data registered, ACC read → S4 products registered → S5 adder trees
+        registered; returns S4's and S5's valid and ACC index and the sums (one per
+        BATCH × BLOCK_OUT lane). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
+        multiplier never share a cycle."""
         cfg = self._cfg
         iw, ww = cfg.inp_width, cfg.wgt_width
         bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
@@ -123,7 +125,7 @@ class GemmCore(wiring.Component):
         a4, a5 = Signal(cfg.log_acc_depth), Signal(cfg.log_acc_depth)
         m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v4.eq(v3), a4.eq(a3),
                      v5.eq(v4), a5.eq(a4)]
-        m.d.comb += self.acc_raddr.eq(a4)
+        m.d.comb += self.acc_raddr.eq(a3)
         prods = {}
         for b in range(nb):
             for o in range(bo):
@@ -143,31 +145,42 @@ class GemmCore(wiring.Component):
                 s = Signal(signed(iw + ww + cfg.log_block_in), name=f"sum_{b}_{o}")
                 m.d.sync += s.eq(terms[0])
                 sums.append(s)
-        return v4, v5, a5, sums
+        return v4, a4, v5, a5, sums
 
-    def _accumulate(self, m, v5, a5, sums, reset):
-        """S5 ACC operand registered → S6 accumulate into a result register → S7 write;
-        returns S7's valid, index and result, and S6's valid. The S4 read misses the writes
-        of the three micro-ops ahead (newest wins): S5 takes the S7 result (two ahead) over
-        the last write (three ahead) over the SRAM data; S6 takes the S7 result (one ahead)
-        when S5 flagged the index match, so the 32-bit add sits between registers behind a
-        2:1 multiplexer."""
+    def _accumulate(self, m, v5, a4, a5, sums, reset):
+        """S4 ACC data registered → S5 ACC operand registered → S6 accumulate into a result
+        register → S7 write; returns S7's valid, index and result, and S6's valid. The S3 read
+        misses the writes of the four micro-ops ahead (newest wins): S5 takes the S7 result
+        (two ahead) over the last write (three ahead) over the one before it (four ahead)
+        over the block RAM's data, by one-hot selects registered in S4 (the compares sit a
+        cycle before the multiplexer); S6 takes the S7 result (one ahead) when S5 flagged the
+        index match, so the 32-bit add sits between registers behind a 2:1 multiplexer."""
         cfg = self._cfg
         aw = cfg.acc_width
         v6, v7, last_valid = Signal(), Signal(), Signal()
         a6, a7, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("a6", "a7", "last_addr"))
-        acc6, r7, last_data = (Signal(cfg.acc_elem_bits, name=n)
-                               for n in ("acc6", "r7", "last_data"))
+        acc6, r7, last_data, last2_data, data5 = (
+            Signal(cfg.acc_elem_bits, name=n)
+            for n in ("acc6", "r7", "last_data", "last2_data", "data5"))
+        m.d.sync += data5.eq(self.acc_rdata)      # S4: the block RAM's output, registered
+        # S4: who writes a4's entry last among those S5's select sees (newest wins), one-hot
+        f7, f_last, f_last2 = v6 & (a6 == a4), v7 & (a7 == a4), last_valid & (last_addr == a4)
+        sel = {n: Signal(name=f"sel5_{n}") for n in ("r7", "last", "last2", "data")}
+        m.d.sync += [sel["r7"].eq(f7), sel["last"].eq(~f7 & f_last),
+                     sel["last2"].eq(~f7 & ~f_last & f_last2),
+                     sel["data"].eq(~f7 & ~f_last & ~f_last2)]
         hit = Signal()
         m.d.sync += [
             v6.eq(v5), a6.eq(a5), hit.eq(v6 & (a6 == a5)),
-            acc6.eq(Mux(v7 & (a7 == a5), r7,
-                        Mux(last_valid & (last_addr == a5), last_data, self.acc_rdata))),
+            acc6.eq(one_hot(cfg.acc_elem_bits, [(sel["r7"], r7), (sel["last"], last_data),
+                                                 (sel["last2"], last2_data),
+                                                 (sel["data"], data5)])),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
         m.d.comb += acc_in.eq(Mux(hit, r7, acc6))
         result = Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw] for i in range(len(sums))])
         m.d.sync += [v7.eq(v6), a7.eq(a6), r7.eq(Mux(reset, 0, result))]
-        # S7 writes r7; the last write is kept for the S5 of three micro-ops behind.
-        m.d.sync += [last_valid.eq(v7), last_addr.eq(a7), last_data.eq(r7)]
+        # S7 writes r7; the last two writes are kept for the S5 of three and four behind.
+        m.d.sync += [last_valid.eq(v7), last_addr.eq(a7), last_data.eq(r7),
+                     last2_data.eq(last_data)]
         return v7, a7, r7, v6

@@ -131,18 +131,20 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``): S0 micro-op,
-#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered, S4 products and ACC
-#: read, S5 adder trees and ACC operand registered, S6 accumulate into a register, S7 write
-#: (no block-RAM read shares a cycle with a multiplier or the 32-bit add).
+#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered and ACC read, S4
+#: products and ACC data registered, S5 adder trees and ACC operand registered, S6 accumulate
+#: into a register, S7 write (no block-RAM output feeds logic before a register; no
+#: multiplier shares a cycle with the 32-bit add).
 GEMM_LATENCY = 7
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
-#: S1 indices, S2 check and ACC reads, S3 operands registered, S4 lanes (MUL: partial products
-#: of 16-bit halves) into registers, S5 MUL's halves joined into the result register, S6 write
-#: (every op takes both stages, so results come in order).
-ALU_LATENCY = 6
+#: S1 indices, S2 check and ACC reads, S3 the block RAMs' data registered, S4 operands
+#: registered, S5 lanes (MUL: partial products of 16-bit halves) into registers, S6 MUL's
+#: halves joined into the result register, S7 write (every op takes both stages, so results
+#: come in order).
+ALU_LATENCY = 7
 #: Cycles an ALU micro-op waits in S2 (``hw/alu.py``) when it reads the accumulator entry the
 #: micro-op just ahead of it writes: its dst, or in vector mode its src, equals that one's dst.
-#: Its operand then comes from the result register two stages ahead, so no op (MUL's DSPs,
+#: Its operand then comes from the result's join two stages ahead, so no op (MUL's DSPs,
 #: SHR's shifter, the compare's carry chain) shares a cycle with the forward of its result.
 #: Micro-ops further apart, and those of different instructions, never wait.
 ALU_STALL = 1

@@ -120,12 +120,12 @@ def _run(acc, uops, op, use_imm, imm, it):
 NO_LOOP = ((1, 1), (0, 0, 0, 0))
 
 
-@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("use_imm", [0, 1])
 @pytest.mark.parametrize("op", list(AluOp))
 def test_read_after_write_at_every_distance(distance, op, use_imm):
     """Micro-op j reads (as dst, and in vector mode as src) what micro-op j − distance wrote:
-    distance 1 waits a cycle, 2–4 are forwarded, 5 is read from the buffer."""
+    distance 1 waits a cycle, 2–5 are forwarded, 6 is read from the buffer."""
     rng = np.random.default_rng(distance * 10 + int(op) + 100 * use_imm)
     acc = rng.integers(-50, 50, (CFG.acc_depth, LANES), dtype=np.int64)
     # a chain: entry k+distance's dst and src are entry k's dst
@@ -167,7 +167,7 @@ def test_random_loops_match_sequential_semantics(seed):
     assert np.array_equal(_run(acc, uops, op, use_imm, imm, it), want)
 
 
-@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("use_imm", [0, 1])
 def test_mul_wraps_at_every_distance(distance, use_imm):
     """Full-range 32-bit operands: the product's low bits, split over two stages, at every

@@ -128,10 +128,10 @@ def _data(rng, big=False):
 NO_LOOP = ((1, 1), (0, 0, 0, 0, 0, 0))
 
 
-@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 5, 6])
 def test_read_after_write_at_every_distance(distance):
     """Micro-op j accumulates into the ACC row micro-op j − distance wrote (the forwarding of
-    the three writes the ACC read misses, and the plain SRAM read just beyond them)."""
+    the four writes the ACC read misses, and the plain SRAM reads just beyond them)."""
     rng = np.random.default_rng(distance)
     acc, inp, wgt = _data(rng)
     rows = [(5 * k + 1) % CFG.acc_depth for k in range(distance)]
