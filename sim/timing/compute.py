@@ -8,7 +8,7 @@ in closed form (:class:`UopRun`) instead of being shifted through pipeline regis
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .common import ModuleBase, range_error
 from .dma import TensorLoader
 
 __all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAGE",
-           "alu_stall_positions"]
+           "alu_stall_runs", "stall_runs"]
 
 #: Both pipelines check indices in S2: micro-op *j* of a start in *c* raises ``err`` in
 #: *c* + 1 + *j* + 2 (S0 micro-op read, S1 indices, S2 range check).
@@ -36,54 +36,75 @@ class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* + *s*(*j*) and writes in
     *c* + 1 + *j* + *s*(*j*) + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``), where *s*(*j*) counts
-    the ``stalls`` (sorted micro-op positions ≥ 1 that wait ``ALU_STALL`` = 1 cycle; the GEMM
-    has none); ``busy`` for N + L + *s*(N − 1) cycles. If micro-op *j* has an index past its
-    buffer, ``err`` rises in *c* + 3 + *j* + *s*(*j* − 1) (its first S2 cycle), issue stops,
-    and the *j* micro-ops before it still complete. ``uop_done`` pulses with the writes: runs
-    of consecutive cycles (``seg_lo``/``seg_hi``) broken by a cycle before each stalled one.
+    the stalled micro-ops 1 … *j* (each waits ``ALU_STALL`` = 1 cycle; the GEMM has none),
+    given as ``stalls``: sorted, disjoint half-open runs [a, b) of positions ≥ 1.
+    ``busy`` lasts N + L + *s*(N − 1) cycles. If micro-op *j* has an index past its buffer,
+    ``err`` rises in *c* + 3 + *j* + *s*(*j* − 1) (its first S2 cycle), issue stops, and the
+    *j* micro-ops before it still complete.
+
+    ``uop_done`` pulses with the writes, kept as one group per stall run (memory O(runs), however
+    many micro-ops stall): a stall run [a, b) gives b − a − 1 lone pulses two cycles apart
+    (micro-ops a … b − 2, each after a gap), then a run of consecutive pulses from micro-op
+    b − 1 up to the next stall run. Group *g*: ``lo[g]`` its first pulse, ``lone[g]`` its
+    lone pulses, ``run_hi[g]`` its last pulse, ``before[g]`` the pulses before it.
     """
 
-    __slots__ = ("start", "busy_end", "err_at", "done_lo", "done_hi", "count", "gemm",
-                 "seg_lo", "seg_hi", "_before", "_changes")
+    __slots__ = ("start", "busy_end", "err_at", "count", "gemm", "lo", "lone", "run_hi",
+                 "before")
 
     def __init__(self, c: int, n: int, latency: int, bad: int | None, counts: bool,
                  gemm: bool, stalls=()):
         self.start = c
         self.gemm = gemm
         done = n if bad is None else bad
-        stalls = [p for p in stalls if p < done]      # a stall behind the error never happens
+        runs = [(a, min(b, done)) for a, b in stalls if a < done]   # none behind the error
+        stalled = sum(b - a for a, b in runs)
         if bad is None:
             self.err_at = -1
-            self.busy_end = c + n + latency + len(stalls)      # last busy cycle
+            self.busy_end = c + n + latency + stalled      # last busy cycle
         else:
-            self.err_at = c + 1 + bad + CHECK_STAGE + len(stalls)
-            self.busy_end = max(self.err_at, c + bad + latency + len(stalls) if bad else 0)
+            self.err_at = c + 1 + bad + CHECK_STAGE + stalled
+            self.busy_end = max(self.err_at, c + bad + latency + stalled if bad else 0)
         self.count = done if counts else 0
-        first = c + 1 + latency                      # the first write
-        self.seg_lo, self.seg_hi, self._before = [], [], []
+        self.lo, self.lone, self.run_hi, self.before = [], [], [], []
         if self.count:
-            bounds = [0, *stalls, self.count]
-            for k in range(len(bounds) - 1):
-                self._before.append(bounds[k])       # pulses in the runs before run k
-                self.seg_lo.append(first + bounds[k] + k)
-                self.seg_hi.append(first + bounds[k + 1] - 1 + k)
-        self._changes = [e for lo, hi in zip(self.seg_lo, self.seg_hi) for e in (lo, hi + 1)]
-        self.done_lo = first                         # first uop_done pulse
-        self.done_hi = self.seg_hi[-1] if self.count else first - 1   # last (inclusive)
+            first = c + 1 + latency                  # the first write
+            shift = 0                                # stalled micro-ops so far
+            self.lo.append(first)
+            self.lone.append(0)
+            self.before.append(0)
+            for a, b in runs:
+                self.run_hi.append(first + a - 1 + shift)     # micro-op a − 1
+                self.lo.append(first + a + shift + 1)
+                self.lone.append(b - a - 1)
+                self.before.append(a)
+                shift += b - a
+            self.run_hi.append(first + self.count - 1 + shift)
 
     def busy(self, t: int) -> bool:
         return t <= self.busy_end
 
+    def _group(self, t: int) -> int:
+        """The last group starting at or before ``t`` (−1: none)."""
+        return bisect_right(self.lo, t) - 1
+
     def done(self, t: int) -> bool:
         """Whether ``uop_done`` pulses in cycle ``t``."""
-        k = bisect_right(self.seg_lo, t) - 1
-        return k >= 0 and t <= self.seg_hi[k]
+        g = self._group(t)
+        if g < 0 or t > self.run_hi[g]:
+            return False
+        off = t - self.lo[g]
+        return off >= 2 * self.lone[g] or off % 2 == 0
 
     def _pulses_before(self, t: int) -> int:
-        k = bisect_right(self.seg_lo, t - 1) - 1
-        if k < 0:
+        g = self._group(t - 1)
+        if g < 0:
             return 0
-        return self._before[k] + min(t - 1, self.seg_hi[k]) - self.seg_lo[k] + 1
+        off = min(t - 1, self.run_hi[g]) - self.lo[g]
+        lone = self.lone[g]
+        if off < 2 * lone:
+            return self.before[g] + off // 2 + 1
+        return self.before[g] + lone + off - 2 * lone + 1
 
     def done_pulses(self, t0: int, t1: int) -> int:
         """uop_done pulses in cycles [t0, t1)."""
@@ -92,20 +113,38 @@ class UopRun:
     def events(self, t: int) -> tuple:
         """Cycles around which the run's outputs change, for a jump from ``t`` on: ``err_at``,
         ``busy_end`` + 1 and the first cycle ≥ ``t`` in which ``uop_done`` changes (later
-        changes lie beyond it, so they bound no jump more)."""
-        k = bisect_left(self._changes, t)
-        nxt = self._changes[k] if k < len(self._changes) else -1
+        changes lie beyond it, so they bound no jump more): every cycle of a group's lone
+        pulses up to its run's first, then the cycle after its run."""
+        g = self._group(t)
+        if g < 0:
+            nxt = self.lo[0] if self.lo else -1
+        elif t <= self.lo[g] + 2 * self.lone[g]:
+            nxt = t
+        elif t <= self.run_hi[g] + 1:
+            nxt = self.run_hi[g] + 1
+        else:
+            nxt = self.lo[g + 1] if g + 1 < len(self.lo) else -1
         return self.err_at, self.busy_end + 1, nxt
 
 
-def alu_stall_positions(semantics, insn, limit: int | None) -> list[int]:
-    """Positions (in loop order, below ``limit`` if given) of the micro-op executions of an ALU
-    that wait (:func:`isa.arch.alu_stalls`), from its micro-op indices chunk by chunk."""
+def stall_runs(positions) -> list[tuple[int, int]]:
+    """Sorted positions as half-open runs [a, b) of consecutive ones."""
+    runs = []
+    for p in positions:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    return runs
+
+
+def alu_stall_runs(semantics, insn, limit: int | None) -> list[tuple[int, int]]:
+    """Runs [a, b) of the positions (in loop order, below ``limit`` if given) of the micro-op
+    executions of an ALU that wait (:func:`isa.arch.alu_stalls`), from its micro-op indices
+    chunk by chunk: a few numbers per run, however many micro-ops stall (a huge loop on one
+    ACC entry stalls at every micro-op; bounded-memory fuzz test)."""
     bases = semantics._uop_bases(insn)
-    # Runs of consecutive stalled positions, expanded at the end: a huge loop that the run's
-    # timeout stops part-way through this walk holds a few numbers per chunk, not one per
-    # stall (every micro-op of a loop on one ACC entry stalls; bounded-memory fuzz test).
-    chunks, prev, pos = [], None, 0
+    runs, prev, pos = [], None, 0
     for dst, src, _ in semantics._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
         if limit is not None and pos >= limit:
             break
@@ -118,17 +157,18 @@ def alu_stall_positions(semantics, insn, limit: int | None) -> list[int]:
         idx = np.flatnonzero(alu_stalls(dst, src)) + base + 1
         if idx.size:
             breaks = np.flatnonzero(np.diff(idx) != 1)
-            chunks.append((idx[np.r_[0, breaks + 1]], idx[np.r_[breaks, idx.size - 1]] + 1))
+            for a, b in zip(idx[np.r_[0, breaks + 1]].tolist(),
+                            (idx[np.r_[breaks, idx.size - 1]] + 1).tolist()):
+                if runs and runs[-1][1] == a:      # a run across the chunk boundary
+                    runs[-1] = (runs[-1][0], b)
+                else:
+                    runs.append((a, b))
         pos = base + dst.size
         prev = dst[-1:]
     semantics.executing = None
-    out = []
-    if chunks:
-        starts = np.concatenate([c[0] for c in chunks])
-        lengths = np.concatenate([c[1] for c in chunks]) - starts
-        before = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        out = (np.repeat(starts - before, lengths) + np.arange(lengths.sum())).tolist()
-    return out if limit is None else [p for p in out if p < limit]
+    if limit is not None:
+        runs = [(a, min(b, limit)) for a, b in runs if a < limit]
+    return runs
 
 
 class ComputeModule(ModuleBase):
@@ -158,7 +198,7 @@ class ComputeModule(ModuleBase):
         self.execute = execute
         self.semantics = semantics       # the functional simulator (micro-op indices)
         self.run = None                  # UopRun of the running GEMM/ALU
-        self._stall_cache = {}           # (ALU, its micro-ops) -> stalled positions
+        self._stall_cache = {}           # (ALU, its micro-ops) -> runs of stalled positions
         self.start = None                # loader started this cycle
         self.go = None                   # what starts this cycle: "load", "run", "retire"
         self.finish = False
@@ -216,14 +256,14 @@ class ComputeModule(ModuleBase):
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
         return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
-    def _stalls(self, d, bad: int | None) -> list[int]:
-        """The ALU's stalled micro-op positions (cached: programs repeat their ALUs)."""
+    def _stalls(self, d, bad: int | None) -> list[tuple[int, int]]:
+        """The ALU's runs of stalled micro-op positions (cached: programs repeat their ALUs)."""
         insn = d.insn
         sem = self.semantics
         key = (insn, sem.uop[insn.uop_bgn:insn.uop_end].tobytes())
         hit = self._stall_cache.get(key)
         if hit is None:
-            hit = alu_stall_positions(sem, insn, bad)
+            hit = alu_stall_runs(sem, insn, bad)
             if len(self._stall_cache) >= 256:
                 self._stall_cache.clear()
             self._stall_cache[key] = hit

@@ -193,7 +193,7 @@ def test_error_after_stalls_matches_the_cycle_model(last):
     ``err`` in the bad micro-op's first S2 cycle, the micro-ops before it all written, busy as
     :class:`sim.timing.compute.UopRun` says. With ``last`` = (0, 2) the bad index's low bits
     equal the dst just ahead, so the stall and the error meet in one cycle."""
-    from sim.timing.compute import UopRun
+    from sim.timing.compute import UopRun, stall_runs
     uops = [(3, 1), (3, 3), (5, 3), (5, 5), last]
     it = ((2, 1), (125, 0, 0, 0))
     ex = _executions(uops, it)
@@ -219,7 +219,7 @@ def test_error_after_stalls_matches_the_cycle_model(last):
             await ctx.tick()
 
     simulate(dut, bench)
-    run = UopRun(0, len(ex), ALU_LATENCY, bad, True, False, _stalled(ex, False))
+    run = UopRun(0, len(ex), ALU_LATENCY, bad, True, False, stall_runs(_stalled(ex, False)))
     assert log["err"] == [run.err_at]
     assert log["busy"] == run.busy_end
     assert log["writes"] == [t for t in range(40) if run.done(t)]
