@@ -31,19 +31,20 @@ def one_hot(width: int, choices):
     return out
 
 
-def mul_join(p_lo, p_mid, width: int):
+def mul_join(p_lo, p_hl, p_lh, width: int):
     """The low ``width`` bits of a product from :class:`AluLane`'s partial products:
-    ``p_lo + (p_mid << h)`` (h = width // 2) — one ``width - h``-bit add on the upper half."""
+    ``p_lo + ((p_hl + p_lh) << h)`` (h = width // 2) — one three-input ``width - h``-bit add
+    on the upper half."""
     h = width // 2
-    return Cat(p_lo[:h], (p_lo[h:] + p_mid)[:width - h])
+    return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
 
 
-def lane_result(op, a, b, r, lt, p_lo, p_mid, width: int):
+def lane_result(op, a, b, r, lt, p_lo, p_hl, p_lh, width: int):
     """The second stage of a lane (from its registered outputs and operands): MUL's
     :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
     sit in different cycles), ADD/SHR's ``r``."""
     pick_a = Mux(op == AluOp.MAX, ~lt, lt)
-    return Mux(op == AluOp.MUL, mul_join(p_lo, p_mid, width),
+    return Mux(op == AluOp.MUL, mul_join(p_lo, p_hl, p_lh, width),
                Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), r))
 
 
@@ -53,10 +54,11 @@ class AluLane(wiring.Component):
     ``r`` = ADD's or SHR's result (0 for the others). SHR: b ≥ 0 is an arithmetic right shift
     (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD
     keeps the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
-    with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_mid`` = the low width − h
-    bits of a_hi · b_lo + a_lo · b_hi; :func:`mul_join` of the two is the product's low
-    ``width`` bits (equal for signed and unsigned operands). :func:`lane_result` is the second
-    stage.
+    with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_hl``, ``p_lh`` = the low
+    width − h bits of a_hi · b_lo and a_lo · b_hi (each a multiplier's output alone, so on an
+    FPGA a DSP's output goes straight into a register); :func:`mul_join` of the three is the
+    product's low ``width`` bits (equal for signed and unsigned operands). :func:`lane_result`
+    is the second stage.
     """
 
     def __init__(self, width: int):
@@ -64,7 +66,7 @@ class AluLane(wiring.Component):
         h = width // 2
         super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
                           "r": Out(signed(width)), "lt": Out(1),
-                          "p_lo": Out(2 * h), "p_mid": Out(width - h)})
+                          "p_lo": Out(2 * h), "p_hl": Out(width - h), "p_lh": Out(width - h)})
 
     def elaborate(self, platform):
         m = Module()
@@ -73,7 +75,8 @@ class AluLane(wiring.Component):
         a, b = self.a, self.b
         ua, ub = a.as_unsigned(), b.as_unsigned()
         m.d.comb += [self.p_lo.eq(ua[:h] * ub[:h]),
-                     self.p_mid.eq((ua[h:] * ub[:h] + ua[:h] * ub[h:])[:w - h])]
+                     self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
+                     self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
         right_far, left_far, left_amt = self._shift_decode(b, w, lw)
         m.d.comb += self.lt.eq(a < b)
@@ -261,7 +264,8 @@ class TensorAlu(wiring.Component):
 
     def _lanes(self, m, op, a5, b5):
         """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
-        MIN/MAX compare, MUL's partial products) and the operands registered; S6:
+        MIN/MAX compare, MUL's three partial products, each a multiplier's output straight into
+        a register) and the operands registered; S6:
         :func:`lane_result`. Returns S6's result (combinational: the result register's input and
         S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
         in two cycles and every op takes both. ``op`` is constant through an instruction."""
@@ -277,9 +281,10 @@ class TensorAlu(wiring.Component):
             sl = slice(i * aw, (i + 1) * aw)
             m.d.comb += [lane.op.eq(op), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
             x6, lt6 = Signal(aw, name=f"x6_{i}"), Signal(name=f"lt6_{i}")
-            p_lo, p_mid = Signal(2 * h, name=f"p_lo{i}"), Signal(aw - h, name=f"p_mid{i}")
+            p_lo = Signal(2 * h, name=f"p_lo{i}")
+            p_hl, p_lh = Signal(aw - h, name=f"p_hl{i}"), Signal(aw - h, name=f"p_lh{i}")
             m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), p_lo.eq(lane.p_lo),
-                         p_mid.eq(lane.p_mid)]
-            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_mid, aw))
+                         p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
+            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

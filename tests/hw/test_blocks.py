@@ -46,7 +46,7 @@ class _LaneWithJoin(Elaboratable):
         m.submodules.lane = lane = self.lane
         m.d.comb += self.r.eq(lane_result(lane.op, lane.a.as_unsigned(), lane.b.as_unsigned(),
                                           lane.r.as_unsigned(), lane.lt, lane.p_lo,
-                                          lane.p_mid, 32))
+                                          lane.p_hl, lane.p_lh, 32))
         return m
 
 
