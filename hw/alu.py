@@ -78,7 +78,7 @@ class AluLane(wiring.Component):
                      self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
                      self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
-        right_far, left_far, left_amt = self._shift_decode(b, w, lw)
+        right_far, left_far, left = self._shift_decode(a, b, w, lw)
         m.d.comb += self.lt.eq(a < b)
         with m.Switch(self.op):
             with m.Case(AluOp.ADD):
@@ -93,21 +93,21 @@ class AluLane(wiring.Component):
                     with m.If(left_far):
                         m.d.comb += self.r.eq(0)
                     with m.Else():
-                        m.d.comb += self.r.eq((a << left_amt)[:w])
+                        m.d.comb += self.r.eq(left)
         return m
 
     @staticmethod
-    def _shift_decode(b, w, lw):
-        """SHR's amount tests without a ``width``-bit carry chain where ``width`` is a power of
-        two (every shipped configuration): b ≥ w is a high bit set; −b ≥ w (b < 0) is b below
-        −(w − 1), i.e. not (high bits all ones and low bits non-zero); the left amount is the
-        ``lw``-bit negation of b's low bits."""
+    def _shift_decode(a, b, w, lw):
+        """SHR's amount tests and its left shift (b < 0, −b < w) without a carry chain where
+        ``width`` is a power of two (every shipped configuration): b ≥ w is a high bit set;
+        −b ≥ w (b < 0) is b below −(w − 1), i.e. not (high bits all ones and low bits
+        non-zero); a << −b is (a << 1) << ~b's low bits (−b − 1 = ~b), no negation."""
         if w != 1 << lw:
             nb = -b
-            return b >= w, nb >= w, nb.as_unsigned()[:lw]
+            return b >= w, nb >= w, (a << nb.as_unsigned()[:lw])[:w]
         ub = b.as_unsigned()
-        left_amt = (~ub[:lw] + 1)[:lw]
-        return (ub[lw:w - 1].any(), ~(ub[lw:].all() & ub[:lw].any()), left_amt)
+        return (ub[lw:w - 1].any(), ~(ub[lw:].all() & ub[:lw].any()),
+                ((a << 1) << ~ub[:lw])[:w])
 
 
 class TensorAlu(wiring.Component):
