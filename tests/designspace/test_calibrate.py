@@ -100,3 +100,13 @@ def test_nothing_written_without_a_current_synthesis(tmp_path, monkeypatch, caps
     assert not out.exists()
     err = capsys.readouterr().err
     assert "0 syntheses of the current Verilog used" in err and "left as it is" in err
+
+
+def test_the_sweeps_model_samples_follow_the_same_rule(tmp_path, monkeypatch):
+    """The screening model's samples (sweep._samples): the cache's run of the current Verilog
+    with its own Fmax, never the later run of the old Verilog nor its place and route."""
+    cache, small = _cache(tmp_path, monkeypatch)
+    monkeypatch.setattr(sweep, "load_calibration", lambda: [])
+    samples = sweep._samples(cache)
+    assert len(samples) == 1
+    assert samples[0].resources["LUT4"] == 9200 and samples[0].fmax_mhz == 31.5
