@@ -4,7 +4,7 @@
 #   make verilog [CONFIG=]   the Verilog of the core
 #   make bench               the benchmarks under benchmarks/
 #   make sweep [SPACE=]      the design-space sweep (designspace/spaces/small.toml) -> build/sweep
-#   make bitstream [BOARD= CONFIG= MEMORY=onchip|sdram]  a bitstream and its report in bitstreams/
+#   make bitstream [BOARD= CONFIG= MEMORY=onchip|sdram SEEDS=n]  a bitstream and its report in bitstreams/
 #   make fuzz [SCALE=20]     a long fuzz campaign of every command (lists all failures)
 SHELL := /bin/bash
 PY ?= python3
@@ -14,6 +14,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= default
 BOARD ?= ulx3s-85f
 MEMORY ?= onchip
+SEEDS ?= 1
 SIM ?= functional
 JOBS ?= 2
 PYTEST_ARGS ?=
@@ -51,7 +52,7 @@ sweep: $(STAMP)
 
 # CONFIG defaults to the core's default, which does not fit an ECP5: ecp5-small or ecp5-large.
 bitstream: $(STAMP)
-	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG)) --memory $(MEMORY)
+	$(PYTHON) -m vta bitstream --board $(BOARD) --config $(if $(filter default,$(CONFIG)),ecp5-large,$(CONFIG)) --memory $(MEMORY) --seeds $(SEEDS)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

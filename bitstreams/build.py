@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from isa.config import VTAConfig
@@ -44,40 +45,73 @@ def _run(tool: str, cmd: list, cwd: Path, log: Path, follow: Path, env: dict,
          progress: Progress, timeout: float) -> None:
     """Run ``cmd`` (its output to ``log``), showing the steps of the tool's own log ``follow``
     (tools buffer their standard output in a pipe); ToolError on failure or timeout."""
-    deadline = time.monotonic() + timeout
-    follow.unlink(missing_ok=True)
-    pos = 0
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
-        try:
-            while True:
+    _run_all(tool, [_Job(cmd, log, follow)], cwd, env, progress, timeout)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run of a tool: its command, the file its output goes to, the log it writes itself
+    (followed for progress) and the label progress shows it by when several run at once."""
+    cmd: list
+    log: Path
+    follow: Path
+    label: str = ""
+
+
+def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
+             timeout: float, parallel: int = 1) -> None:
+    """Run ``jobs`` of ``tool``, at most ``parallel`` at a time, each bounded by ``timeout``;
+    ToolError names the first that fails (the others are stopped)."""
+    waiting, running = list(jobs), []           # running: (job, proc, log file, deadline, pos)
+    try:
+        while waiting or running:
+            while waiting and len(running) < parallel:
+                job = waiting.pop(0)
+                job.follow.unlink(missing_ok=True)
+                fh = open(job.log, "w")
+                proc = subprocess.Popen(job.cmd, cwd=cwd, env=env, stdout=fh,
+                                        stderr=subprocess.STDOUT)
+                running.append([job, proc, fh, time.monotonic() + timeout, 0])
+            for entry in list(running):
+                job, proc, fh, deadline, pos = entry
                 code = proc.poll()
-                if follow.exists():
-                    with open(follow, errors="replace") as f:
-                        f.seek(pos)
-                        text = f.read()
-                    cut = text.rfind("\n") + 1       # whole lines only
-                    pos += len(text[:cut].encode(errors="replace"))
-                    for line in text[:cut].splitlines():
-                        step = step_of(tool, line)
-                        if step:
-                            progress.update(step)
-                if code is not None:
-                    break
-                if time.monotonic() > deadline:
-                    raise ToolError(f"{tool} ran longer than {timeout:g} s; see {log}")
+                entry[4] = _follow(tool, job, pos, progress)
+                if code is None and time.monotonic() > deadline:
+                    raise ToolError(f"{tool} ran longer than {timeout:g} s; see {job.log}")
+                if code is None:
+                    continue
+                fh.close()
+                running.remove(entry)
+                if code:
+                    tail = "".join(job.log.read_text(errors="replace").splitlines(True)[-15:])
+                    raise ToolError(f"{tool} failed (exit {code}); the end of {job.log}:\n{tail}")
+            if running:
                 time.sleep(0.5)
-        finally:
+    finally:
+        for _, proc, fh, _, _ in running:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    if code:
-        tail = "".join(log.read_text(errors="replace").splitlines(True)[-15:])
-        raise ToolError(f"{tool} failed (exit {code}); the end of {log}:\n{tail}")
+            fh.close()
+
+
+def _follow(tool: str, job: _Job, pos: int, progress: Progress) -> int:
+    """Show the steps ``job``'s own log has written since byte ``pos``; the new position."""
+    if not job.follow.exists():
+        return pos
+    with open(job.follow, errors="replace") as f:
+        f.seek(pos)
+        text = f.read()
+    cut = text.rfind("\n") + 1                  # whole lines only
+    for line in text[:cut].splitlines():
+        step = step_of(tool, line)
+        if step:
+            progress.update(f"{job.label}: {step}" if job.label else step)
+    return pos + len(text[:cut].encode(errors="replace"))
 
 
 def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, seed: int = 1,
-                    mem_bytes: int | None = None, progress: Progress | None = None,
+                    seeds: int = 1, mem_bytes: int | None = None, progress: Progress | None = None,
                     timeout: float = TOOL_TIMEOUT_S, synth_only: bool = False,
                     memory: str = "onchip", check_only: bool = False) -> dict:
     """Build the bitstream of ``cfg`` for ``board``; returns the report (also written).
@@ -85,7 +119,8 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     ``memory`` is the DRAM variant, ``"onchip"`` (block RAM, ``mem_bytes``) or ``"sdram"``
     (LiteDRAM on the board's SDRAM). ``synth_only`` stops after the synthesis fit check and
     returns the synthesis estimate (``{"synthesis_estimate": {...}}``) without writing a
-    report; ``check_only`` stops after the fit check from the configuration, before any tool
+    report; ``seeds`` > 1 places and routes with seeds ``seed`` … ``seed + seeds - 1`` (as many
+    at once as the machine has cores) and keeps the one whose core clock is fastest; ``check_only`` stops after the fit check from the configuration, before any tool
     runs or anything is written, and returns ``{"config_estimate": {...}}``."""
     from hw.board.ulx3s import Ulx3sTop
 
@@ -127,23 +162,18 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
         progress.done(f"synthesis fits: {synth}")
         return {"synthesis_estimate": synth}
 
-    progress.start("place and route (nextpnr-ecp5)")
-    device_opt = platform._nextpnr_device_options[platform.device]
-    package_opt = platform._nextpnr_package_options[platform.package].upper()
-    _run("nextpnr", [env["NEXTPNR_ECP5"], device_opt, "--package", package_opt,
-                     "--speed", platform.speed, "--json", f"{NAME}.json", "--lpf", f"{NAME}.lpf",
-                     "--textcfg", f"{NAME}.config", "--report", "nextpnr-report.json",
-                     "--seed", str(seed), "--timing-allow-fail", "--log", f"{NAME}.tim"],
-         work, work / "nextpnr.log", work / f"{NAME}.tim", env, progress, timeout)
+    progress.start("place and route (nextpnr-ecp5)" if seeds == 1 else
+                   f"place and route (nextpnr-ecp5, seeds {seed}-{seed + seeds - 1})")
+    best, pnr, fmax = _place_and_route(platform, work, range(seed, seed + seeds), env, progress,
+                                       timeout)
 
     progress.start("bitstream (ecppack)")
-    _run("ecppack", [env["ECPPACK"], "--compress", "--input", f"{NAME}.config",
+    _run("ecppack", [env["ECPPACK"], "--compress", "--input", f"{NAME}.s{best}.config",
                      "--bit", f"{NAME}.bit"], work, work / "ecppack.log", work / "ecppack.log", env,
          progress, timeout)
 
-    pnr = json.loads((work / "nextpnr-report.json").read_text())
-    report = make_report(board, cfg, pnr, synth, top, seed=seed, versions=versions,
-                         seconds=time.monotonic() - t0)
+    report = make_report(board, cfg, pnr, synth, top, seed=best, versions=versions,
+                         seconds=time.monotonic() - t0, seeds_fmax=fmax)
     tmp = folder / f".{NAME}.bit.tmp"
     shutil.copyfile(work / f"{NAME}.bit", tmp)
     os.replace(tmp, folder / f"{NAME}.bit")
@@ -151,3 +181,27 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     (folder / "report.txt").write_text(summary_text(report))
     progress.done(f"wrote {folder / (NAME + '.bit')} and its report")
     return report
+
+
+def _place_and_route(platform, work: Path, seeds, env: dict, progress: Progress,
+                     timeout: float) -> tuple:
+    """nextpnr once per seed into ``<NAME>.s<seed>.config`` / ``nextpnr-report.s<seed>.json``;
+    returns the seed whose core clock is fastest (the lowest such seed on a tie), its report,
+    and every seed's core-clock Fmax in MHz."""
+    from .report import core_fmax
+
+    device_opt = platform._nextpnr_device_options[platform.device]
+    package_opt = platform._nextpnr_package_options[platform.package].upper()
+    seeds = list(seeds)
+    jobs = [_Job([env["NEXTPNR_ECP5"], device_opt, "--package", package_opt,
+                  "--speed", platform.speed, "--json", f"{NAME}.json", "--lpf", f"{NAME}.lpf",
+                  "--textcfg", f"{NAME}.s{s}.config", "--report", f"nextpnr-report.s{s}.json",
+                  "--seed", str(s), "--timing-allow-fail", "--log", f"{NAME}.s{s}.tim"],
+                 work / f"nextpnr.s{s}.log", work / f"{NAME}.s{s}.tim",
+                 f"seed {s}" if len(seeds) > 1 else "") for s in seeds]
+    _run_all("nextpnr", jobs, work, env, progress, timeout,
+             parallel=max(1, min(len(seeds), os.cpu_count() or 1)))
+    reports = {s: json.loads((work / f"nextpnr-report.s{s}.json").read_text()) for s in seeds}
+    fmax = {s: core_fmax(r) for s, r in reports.items()}
+    best = max(seeds, key=lambda s: (fmax[s], -s))
+    return best, reports[best], fmax

@@ -21,6 +21,8 @@ EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 DEFAULT_BOARD = "ulx3s-85f"
 DEFAULT_CONFIG = "ecp5-small"
 PROGRAM_TIMEOUT_S = 600
+#: More seeds than this is a typo, not a plan (each is a whole place and route).
+MAX_SEEDS = 64
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -45,6 +47,10 @@ def register(subparsers) -> None:
                     "configuration that cannot fit is refused before place and route.")
     _common(b)
     b.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default 1)")
+    b.add_argument("--seeds", type=int, default=1, metavar="N",
+                   help="place and route with the N seeds SEED ... SEED+N-1, as many at once "
+                        "as the machine has cores, and keep the one with the fastest core "
+                        "clock; the report lists every seed's Fmax (default 1)")
     b.add_argument("--dram-kib", type=int, default=None,
                    help="DRAM the host and core see, in KiB, a power of two (default: 64 on "
                         "chip, all 32768 of the SDRAM)")
@@ -108,6 +114,9 @@ def _bitstream(args) -> int:
         # nextpnr reads its seed as a C int
         if not 0 <= args.seed < 1 << 31:
             raise UsageError(f"--seed {args.seed} must be in 0 .. {(1 << 31) - 1}")
+        if not 1 <= args.seeds <= MAX_SEEDS or args.seed + args.seeds > 1 << 31:
+            raise UsageError(f"--seeds {args.seeds} must be in 1 .. {MAX_SEEDS}, with "
+                             f"--seed + --seeds at most {1 << 31}")
         mem = None
         if args.dram_kib is not None:
             kib = args.dram_kib
@@ -118,7 +127,8 @@ def _bitstream(args) -> int:
             raise UsageError(f"--dram-kib {args.dram_kib}: the board's SDRAM has "
                              f"{SDRAM_BYTES >> 10} KiB")
         _check_clocks(cfg, mem, args.memory, args.config)
-        report = build_bitstream(board, cfg, out=args.out, seed=args.seed, mem_bytes=mem,
+        report = build_bitstream(board, cfg, out=args.out, seed=args.seed,
+                                 seeds=args.seeds, mem_bytes=mem,
                                  progress=Progress(enabled=not args.quiet), memory=args.memory,
                                  check_only=args.check)
     except FitError as exc:

@@ -6,7 +6,8 @@ from isa.config import VTAConfig
 
 from .boards import RESOURCES, Board
 
-__all__ = ["make_report", "summary_text", "markdown_table", "critical_paths", "CORE_CLOCK"]
+__all__ = ["make_report", "summary_text", "markdown_table", "critical_paths", "core_fmax",
+           "CORE_CLOCK"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
 CORE_CLOCK = "sync"
@@ -19,6 +20,12 @@ def _clock_name(net: str) -> str:
     if net.endswith("clk") or "sync" in net or "CLKOP" in net:
         return CORE_CLOCK
     return net
+
+
+def core_fmax(pnr: dict) -> float:
+    """The core clock's Fmax in MHz from nextpnr's report (0 when it names none)."""
+    return max((round(float(f["achieved"]), 2) for net, f in pnr.get("fmax", {}).items()
+                if _clock_name(net) == CORE_CLOCK), default=0.0)
 
 
 def critical_paths(pnr: dict) -> list:
@@ -49,7 +56,9 @@ VARIANTS = {"onchip": "on-chip DRAM (bring-up)",
 
 
 def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, seed: int,
-                versions: dict, seconds: float) -> dict:
+                versions: dict, seconds: float, seeds_fmax: dict | None = None) -> dict:
+    """The report of the build placed and routed with ``seed``; ``seeds_fmax`` is every seed
+    tried with its core-clock Fmax (only ``seed`` when absent)."""
     util = pnr.get("utilization", {})
     resources = {}
     for pnr_name, name in RESOURCES.items():
@@ -72,7 +81,9 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
         "clocks": clocks,
         "timing_met": all(c["fmax_mhz"] >= c["target_mhz"] for c in clocks.values()),
         "critical_paths": critical_paths(pnr),
-        "seed": seed, "tools": versions, "build_seconds": round(seconds, 1),
+        "seed": seed,
+        "seeds": {str(k): v for k, v in (seeds_fmax or {seed: core_fmax(pnr)}).items()},
+        "tools": versions, "build_seconds": round(seconds, 1),
     }
 
 
@@ -91,7 +102,10 @@ def summary_text(r: dict) -> str:
     for cp in r.get("critical_paths", []):
         lines += ["", f"critical path ({cp['delay_ns']} ns, {cp['logic_levels']} logic levels):",
                   f"  from {cp['start']}", f"  to   {cp['end']}"]
-    lines += ["", f"seed {r['seed']}, built in {r['build_seconds']:.0f} s",
+    tried = r.get("seeds", {})
+    others = (f" (the fastest of seeds {', '.join(tried)}: "
+              f"{', '.join(f'{v:.2f}' for v in tried.values())} MHz)" if len(tried) > 1 else "")
+    lines += ["", f"seed {r['seed']}{others}, built in {r['build_seconds']:.0f} s",
               *[f"{k}: {v}" for k, v in r["tools"].items()]]
     return "\n".join(lines) + "\n"
 
