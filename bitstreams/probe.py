@@ -4,7 +4,8 @@ The whole design's worst path hides every other one, so a block is measured alon
 are registered on both sides (a flip-flop between every top-level pin and the block, so only
 paths inside the block and one register away are timed), Yosys ``synth_ecp5`` maps it and
 nextpnr-ecp5 places and routes it out of context on the LFE5U-85F (speed grade 6, nextpnr's
-default). Prints Fmax and the critical path as nextpnr reports it. Tools run at niceness 10.
+default). Prints Fmax and the critical path as nextpnr reports it, and the LUT4 levels of
+the netlist's longest paths between registers. Tools run at niceness 10.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from isa.errors import InputError
 from .errors import ToolError
 from .tools import tool_env, tool_path
 
-__all__ = ["BLOCKS", "ComputeStandIn", "GemmWithBuffers", "RegisteredIO", "probe", "main"]
+__all__ = ["BLOCKS", "ComputeStandIn", "GemmWithBuffers", "RegisteredIO", "lut_levels", "probe",
+           "main"]
 
 
 def _compute(cfg):
@@ -218,6 +220,60 @@ def critical_path(log_text: str) -> list:
     return []
 
 
+#: Cells a path passes without ending: LUT4 counts one level; the wide-function multiplexers
+#: (PFUMX, L6MUX21) and carry cells (CCU2C) are passed at no level (fast, dedicated wires).
+_LEVELS = {"LUT4": 1, "PFUMX": 0, "L6MUX21": 0, "CCU2C": 0}
+
+
+def lut_levels(netlist: dict, top: str = "probe", worst: int = 5) -> dict:
+    """LUT4 levels of the longest combinational path into every input of a sequential or
+    block cell (flip-flop, block RAM, DSP) of Yosys' JSON ``netlist``: ``{"max": n,
+    "histogram": {levels: inputs}, "worst": [(levels, "cell.port"), ...]}``."""
+    module = netlist["modules"][top]
+    cells = module["cells"]
+    kind = {name: c["type"].rsplit("\\", 1)[-1] for name, c in cells.items()}
+    driver = {}
+    for name, c in cells.items():
+        for port, bits in c["connections"].items():
+            if c["port_directions"].get(port) == "output":
+                driver.update((b, name) for b in bits if isinstance(b, int))
+
+    def inputs(name):
+        c = cells[name]
+        return [b for port, bits in c["connections"].items()
+                if c["port_directions"].get(port) == "input" for b in bits if isinstance(b, int)]
+
+    depth = {}
+    for start in (n for n in cells if kind[n] in _LEVELS):
+        stack = [start]
+        while stack:                         # depth-first without recursion (long chains)
+            name = stack[-1]
+            feeds = [driver[b] for b in inputs(name) if kind.get(driver.get(b)) in _LEVELS]
+            todo = [f for f in feeds if f not in depth and f not in stack]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            depth[name] = _LEVELS[kind[name]] + max((depth.get(f, 0) for f in feeds), default=0)
+    ends = []
+    for name, c in cells.items():
+        if kind[name] in _LEVELS:
+            continue
+        for port, bits in c["connections"].items():
+            if c["port_directions"].get(port) != "input":
+                continue
+            levels = max((depth[driver[b]] for b in bits if isinstance(b, int)
+                          and driver.get(b) in depth), default=None)
+            if levels is not None:
+                ends.append((levels, f"{name}.{port}"))
+    ends.sort(key=lambda e: (-e[0], e[1]))
+    histogram = {}
+    for levels, _ in ends:
+        histogram[levels] = histogram.get(levels, 0) + 1
+    return {"max": ends[0][0] if ends else 0, "histogram": dict(sorted(histogram.items())),
+            "worst": ends[:worst]}
+
+
 def probe(block: str, config, work: Path, *, seed: int = 1, target_mhz: float = 100,
           timeout: float = 3000) -> dict:
     """Synthesise, place and route ``block`` of ``config`` (a name, file or VTAConfig) in
@@ -237,8 +293,10 @@ def probe(block: str, config, work: Path, *, seed: int = 1, target_mhz: float = 
     found = re.findall(r"Max frequency for clock\s+'[^']*':\s*([\d.]+) MHz", text)
     if not found:
         raise SystemExit(f"probe: nextpnr reported no Fmax (log: {work / 'nextpnr.log'})")
+    import json
+    levels = lut_levels(json.loads((work / "probe.json").read_text()))
     return {"fmax_mhz": float(found[-1]), "path": critical_path(text),
-            "log": str(work / "nextpnr.log")}
+            "log": str(work / "nextpnr.log"), "levels": levels}
 
 
 def main(argv=None) -> int:
@@ -275,6 +333,11 @@ def main(argv=None) -> int:
     print(f"{args.block} of {args.config}, LFE5U-85F speed 6, seed {args.seed}: "
           f"Fmax {r['fmax_mhz']:.2f} MHz")
     print("\n".join(r["path"]))
+    lv = r["levels"]
+    print(f"LUT4 levels between registers: at most {lv['max']}; inputs per level "
+          + ", ".join(f"{k}: {v}" for k, v in lv["histogram"].items()))
+    for levels, end in lv["worst"]:
+        print(f"  {levels} levels into {end}")
     return 0
 
 

@@ -150,20 +150,19 @@ def load_calibration(path: Path = CALIBRATION) -> list[dict]:
 
 
 def _samples(cache: Cache) -> list[Sample]:
-    """Every real synthesis known, one per hardware point (the cache wins over the file)."""
-    from .synth import resources
+    """Every real synthesis known, one per hardware point: the cache's of the point's current
+    Verilog win over the shipped file's (a cache run of another Verilog is not taken: the
+    same rule as :func:`designspace.calibrate.collect`)."""
+    from .calibrate import collect
     runs: dict[str, dict] = {}
     for run in load_calibration():
         runs[task_key(_hw_point(run["point"]))] = dict(run)
-    fmax = {}
-    for desc, result in cache.entries("pnr"):
-        if "fmax_mhz" in result:
-            fmax[task_key(desc["point"])] = result["fmax_mhz"]
-    for desc, result in cache.entries("synth"):
-        if "cells" in result:
-            key = task_key(desc["point"])
-            runs[key] = {"point": desc["point"], "resources": resources(result["cells"]),
-                         "fmax_mhz": fmax.get(key, runs.get(key, {}).get("fmax_mhz"))}
+    for run in collect(cache).runs:
+        key = task_key(run["point"])
+        shipped = runs.get(key, {})
+        if "fmax_mhz" not in run and shipped.get("verilog_sha256") == run["verilog_sha256"]:
+            run = {**run, "fmax_mhz": shipped.get("fmax_mhz")}   # placed by the file's run
+        runs[key] = run
     samples = []
     for run in runs.values():
         try:

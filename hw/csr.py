@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,14 +17,18 @@ __all__ = ["ControlRegisters", "REGISTERS", "CSR_ID"]
 # The map (offsets, access, CTRL bits, CSR_ID, counters) is isa/registers.py's; this module
 # only wires it to the core.
 
+#: Registers (consecutive word offsets) among which a read's first stage picks one.
+GROUP = 8
+
 
 class ControlRegisters(wiring.Component):
     """AXI4-Lite slave (12-bit addresses, 32-bit data) holding the register map ``REGISTERS``.
 
     One transaction at a time per direction: a write is accepted when AW and W are both valid
     (``awready``/``wready`` in that cycle) and answered with ``bvalid`` from the next cycle; a
-    read is accepted when AR is valid and answered with ``rvalid`` from the next cycle. A write
-    of CTRL with bit 0 set while the core is not running pulses ``launch`` in the next cycle.
+    read is accepted when AR is valid and answered with ``rvalid`` from two cycles later (the
+    word is picked in two registered stages). A write of CTRL with bit 0 set while the core is
+    not running pulses ``launch`` in the next cycle.
     Unmapped reads return 0; writes to read-only registers are ignored. Responses are OKAY.
     """
 
@@ -70,11 +74,14 @@ class ControlRegisters(wiring.Component):
         with m.Elif(bvalid & bus.bready):
             m.d.sync += bvalid.eq(0)
 
-        # Reads.
-        rvalid = Signal()
+        # Reads, in two registered stages: a 32-bit word picked among all the registers is 5+
+        # LUT levels, too many for one cycle (Fmax). The handshake cycle picks one word per
+        # group of GROUP offsets (low address bits) and whether the offset is mapped at all;
+        # the next cycle picks the group; rvalid rises in the cycle after that.
+        rvalid, picking, mapped = Signal(), Signal(), Signal()
         rdata = Signal(32)
         m.d.comb += [bus.rvalid.eq(rvalid), bus.rdata.eq(rdata), bus.rresp.eq(0),
-                     bus.arready.eq(~rvalid)]
+                     bus.arready.eq(~rvalid & ~picking)]
         by_name = {
             "CTRL": self.running | (self.done << 1) | ((self.error_code != 0) << 2),
             "ERROR_CODE": self.error_code, "ERROR_INDEX": self.error_index,
@@ -84,15 +91,23 @@ class ControlRegisters(wiring.Component):
             "ID": CSR_ID,
         }
         assert (R.CTRL_RUNNING, R.CTRL_DONE, R.CTRL_ERROR) == (1, 2, 4)   # the CTRL word above
-        values = {offset: by_name[name] for offset, (name, _) in REGISTERS.items()}
-        with m.If(bus.arvalid & ~rvalid):
-            m.d.sync += rvalid.eq(1)
-            with m.Switch(bus.araddr[2:]):
-                for offset, value in values.items():
-                    with m.Case(offset >> 2):
-                        m.d.sync += rdata.eq(value)
-                with m.Default():
-                    m.d.sync += rdata.eq(0)
+        values = {offset >> 2: by_name[name] for offset, (name, _) in REGISTERS.items()}
+        low = (GROUP - 1).bit_length()
+        high = max(1, max(values).bit_length() - low)      # word index bits above a group
+        groups = [Signal(32, name=f"rgroup{g}") for g in range(1 << high)]
+        group = Signal(high)
+        word = bus.araddr[2:]
+        with m.If(bus.arvalid & ~rvalid & ~picking):
+            m.d.sync += [picking.eq(1), group.eq(word[low:low + high]),
+                         mapped.eq(word[low + high:] == 0)]
+            for g, held in enumerate(groups):
+                with m.Switch(word[:low]):
+                    for k in range(GROUP):
+                        with m.Case(k):
+                            m.d.sync += held.eq(values.get((g << low) | k, 0))
+        with m.Elif(picking):
+            m.d.sync += [picking.eq(0), rvalid.eq(1),
+                         rdata.eq(Mux(mapped, Array(groups)[group], 0))]
         with m.Elif(rvalid & bus.rready):
             m.d.sync += rvalid.eq(0)
         return m

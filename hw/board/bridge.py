@@ -58,13 +58,15 @@ class UartBridge(wiring.Component):
         nbytes = Signal(range(5))
         idle = Signal(range(self._timeout + 1))
 
-        # An idle timer that runs while a command waits for its next byte.
+        # An idle timer that runs while a command waits for its next byte. `timed_out` is
+        # `idle == timeout` as a register, loaded with the value that compare has in the next
+        # cycle (the counter's compare is three LUT levels before the FSM's own: Fmax).
         waiting = Signal()
+        timed_out = Signal()
         with m.If(got | ~waiting):
-            m.d.sync += idle.eq(0)
+            m.d.sync += [idle.eq(0), timed_out.eq(self._timeout == 0)]
         with m.Elif(idle != self._timeout):
-            m.d.sync += idle.eq(idle + 1)
-        timed_out = idle == self._timeout
+            m.d.sync += [idle.eq(idle + 1), timed_out.eq(idle == self._timeout - 1)]
 
         def take(m):
             m.d.comb += [waiting.eq(1), fifo.r_en.eq(1)]

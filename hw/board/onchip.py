@@ -7,7 +7,7 @@ port changes, this adapter is what changes.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Signal
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -59,6 +59,7 @@ class MemPortSram(wiring.Component):
         shift = (self._cfg.bus_width // 8).bit_length() - 1
         addr = Signal.like(sram.raddr)
         left = Signal(range(self._cfg.max_burst_beats + 1))
+        more = Signal()                      # left != 0, as a register (the enables' depth)
         out_valid, out_last, a_valid, a_last = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [port.rd.valid.eq(out_valid), port.rd.payload.data.eq(sram.rdata),
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
@@ -70,7 +71,7 @@ class MemPortSram(wiring.Component):
                              port.wcmd.ready.eq(~self.hold & ~port.rcmd.valid)]
                 with m.If(port.rcmd.valid & ~self.hold):
                     m.d.sync += [addr.eq(port.rcmd.payload.addr >> shift),
-                                 left.eq(port.rcmd.payload.len + 1)]
+                                 left.eq(port.rcmd.payload.len + 1), more.eq(1)]
                     m.next = "READ"
                 with m.Elif(port.wcmd.valid & ~self.hold):
                     m.d.sync += [addr.eq(port.wcmd.payload.addr >> shift),
@@ -83,10 +84,10 @@ class MemPortSram(wiring.Component):
                 advance = ~out_valid | port.rd.ready
                 m.d.comb += [sram.ren.eq(advance), self.stall.eq(~advance)]
                 with m.If(advance):
-                    m.d.sync += [a_valid.eq(left != 0), a_last.eq(left == 1),
+                    m.d.sync += [a_valid.eq(more), a_last.eq(left == 1),
                                  out_valid.eq(a_valid), out_last.eq(a_last)]
-                    with m.If(left != 0):
-                        m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
+                    with m.If(more):
+                        m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), more.eq(left != 1)]
                     with m.Elif(~a_valid & out_valid):
                         m.next = "IDLE"             # the last beat was taken in this cycle
             with m.State("WRITE"):
@@ -105,10 +106,12 @@ class MemPortSram(wiring.Component):
 class OnChipMemory(wiring.Component):
     """``size`` bytes of block RAM as the core's DRAM (``port``) and the host's (``bus``).
 
-    The core has priority: a host access is served in a cycle in which the adapter is idle and
-    the core requests nothing; a write is acknowledged in that cycle, a read two cycles later
-    (the word passes the block RAM's output register; the core's next command waits the one
-    cycle that register is the host's). Word addresses past the memory wrap around
+    The core has priority: a host access is granted in a cycle in which the adapter is idle and
+    the core requests nothing, and served from the register ``grant`` in the next cycle (the
+    adapter held), so the block RAMs' address multiplexer is selected by a register, not by
+    the core's command valid (Fmax); a write is acknowledged in that cycle, a read two cycles
+    later (the word passes the block RAM's output register; the core's next command waits the
+    one cycle that register is the host's). Word addresses past the memory wrap around
     (the core's DRAM_SIZE check keeps it inside; the host link checks the host).
 
     ``dp16kd``: build the memory of ECP5 DP16KD primitives with their output register
@@ -146,32 +149,47 @@ class OnChipMemory(wiring.Component):
         word = bus.addr[lane_bits:lane_bits + addr_bits]
         lane = bus.addr[:lane_bits] if lane_bits else 0
         read_lane = Signal(max(1, lane_bits))
+        grant = Signal()                     # the host owns the SRAM port in this cycle
+        wrote = Signal()                     # ... to write: acknowledged in this cycle
         reading = Signal()                   # the block RAM's latch holds the host's word
         answer = Signal()                    # the word is in the output register: acknowledged
-        host = Signal()                      # the host owns the SRAM port in this cycle
-        m.d.comb += host.eq(bus.stb & ~reading & ~answer & ad.idle & ~ad.busy_next)
-        m.d.comb += ad.hold.eq(reading)
-        m.d.sync += [reading.eq(host & ~bus.we), answer.eq(reading)]
+        # The grant is decided a cycle ahead from registers (the bridge's access, the slice's
+        # command valid, the adapter's state) and held for one cycle with the host's address,
+        # data and byte enables: no path runs from the core's commands or the bridge's state
+        # to the block RAMs' pins but a multiplexer selected by `grant`. The adapter takes no
+        # command in the cycle of the decision (none is offered) nor while the host owns the
+        # port or its output register.
+        decide = Signal()
+        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ad.idle & ~ad.busy_next)
+        host_word, host_wdata = Signal.like(word), Signal(w)
+        host_wen = Signal(w // 8)            # zero but in a granted write
+        m.d.sync += [grant.eq(decide), wrote.eq(decide & bus.we), host_word.eq(word),
+                     host_wdata.eq(bus.wdata.replicate(lanes)),
+                     host_wen.eq(Mux(decide & bus.we, 0xF << (4 * lane), 0))]
+        held = Signal()                      # grant | reading, as one register
+        m.d.sync += held.eq(decide | (grant & ~wrote))
+        m.d.comb += ad.hold.eq(held)
+        m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading)]
         m.d.sync += read_lane.eq(lane)
         # The latch reads in every cycle but those in which a burst's stages hold (a read has
         # no side effect, and a word read while it is written is never used: the output
         # register takes a host's word from the latch the cycle after):
         # the block RAMs' read enable is then not a function of the host's arbitration (Fmax).
         m.d.comb += sram.ren.eq(~ad.stall)
-        with m.If(host):
-            m.d.comb += [sram.raddr.eq(word), sram.waddr.eq(word),
-                         sram.wdata.eq(bus.wdata.replicate(lanes)),
-                         sram.wen.eq(bus.we.replicate(4) << (4 * lane))]
+        # the adapter writes nothing while the host owns the port (it is idle and held)
+        m.d.comb += sram.wen.eq(ad.sram.wen | host_wen)
+        with m.If(grant):
+            m.d.comb += [sram.raddr.eq(host_word), sram.waddr.eq(host_word),
+                         sram.wdata.eq(host_wdata)]
         with m.Else():
             m.d.comb += [sram.raddr.eq(ad.sram.raddr),
-                         sram.waddr.eq(ad.sram.waddr), sram.wdata.eq(ad.sram.wdata),
-                         sram.wen.eq(ad.sram.wen)]
+                         sram.waddr.eq(ad.sram.waddr), sram.wdata.eq(ad.sram.wdata)]
         # the adapter reads only in its READ state, so in `reading` (it is held idle) and in
         # `answer` (idle: a command taken then reads from the cycle after) the output
         # register is the host's
         m.d.comb += [oce.eq(ad.sram.ren | reading), ad.sram.rdata.eq(sram.rdata),
                      bus.rdata.eq(sram.rdata.word_select(read_lane, 32)),
-                     bus.ack.eq((host & bus.we) | answer)]
+                     bus.ack.eq(wrote | answer)]
         return m
 
 

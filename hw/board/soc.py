@@ -154,29 +154,32 @@ class BoardSoC(wiring.Component):
         # from the address compares into the memory's block-RAM port (Fmax).
         host = bridge.bus
         page_bits = (H.PAGE_BYTES // H.WORD_BYTES).bit_length() - 1
-        is_csr, is_info, is_mem, settled = Signal(), Signal(), Signal(), Signal()
+        is_csr, is_mem, settled = Signal(), Signal(), Signal()
         m.d.sync += [is_csr.eq(host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES),
-                     is_info.eq(host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES),
                      is_mem.eq(host.addr < self._mem_bytes // H.WORD_BYTES),
                      settled.eq(host.stb & ~host.ack)]
         stb = host.stb & settled
         for slave, sel in ((to_csr.bus, is_csr), (mem.bus, is_mem)):
             m.d.comb += [slave.addr.eq(host.addr), slave.we.eq(host.we),
                          slave.wdata.eq(host.wdata), slave.stb.eq(stb & sel)]
+        # The description's word from a register too (its address compares are 3 LUT levels
+        # before the bridge's own): loaded from the address in every cycle, read from the
+        # second cycle of an access, when it is the same address's.
+        info = Signal(32)
+        m.d.sync += info.eq(0)                 # unmapped: reads 0
+        with m.If(host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES):
+            with m.Switch(host.addr[:page_bits]):
+                for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),
+                                     (H.INFO_DRAM_BYTES, self._mem_bytes),
+                                     (H.INFO_CLOCK_HZ, self._clock_hz),
+                                     (H.INFO_CONFIG, H.config_word(cfg.key, cfg.bus_width)),
+                                     (H.INFO_STATUS, mem_ready * H.STATUS_MEM_READY)):
+                    with m.Case(index):
+                        m.d.sync += info.eq(value)
         with m.If(is_csr):
             m.d.comb += [host.ack.eq(to_csr.bus.ack), host.rdata.eq(to_csr.bus.rdata)]
         with m.Elif(is_mem):
             m.d.comb += [host.ack.eq(mem.bus.ack), host.rdata.eq(mem.bus.rdata)]
         with m.Else():
-            m.d.comb += host.ack.eq(stb)           # the description; unmapped: reads 0
-            with m.If(is_info):
-                with m.Switch(host.addr[:page_bits]):
-                    for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),
-                                         (H.INFO_DRAM_BYTES, self._mem_bytes),
-                                         (H.INFO_CLOCK_HZ, self._clock_hz),
-                                         (H.INFO_CONFIG,
-                                          H.config_word(cfg.key, cfg.bus_width)),
-                                         (H.INFO_STATUS, mem_ready * H.STATUS_MEM_READY)):
-                        with m.Case(index):
-                            m.d.comb += host.rdata.eq(value)
+            m.d.comb += [host.ack.eq(stb), host.rdata.eq(info)]   # the description, unmapped
         return m
