@@ -308,8 +308,10 @@ def _dp16kd_memory(m, srams, oces, addr_bits):
     bits = min(mode, 8)                      # data bits per block RAM
     shift = {1: 0, 2: 1, 4: 2, 9: 3}[mode]   # the mode's unused low address pins
     i = 0
-    for sram, oce in zip(srams, oces):
-        waddr, raddr = sram.waddr << shift, sram.raddr << shift
+    for g, (sram, oce) in enumerate(zip(srams, oces)):
+        # one net per group and pin (the group's copy of the address), whatever the mode
+        waddr, raddr = Signal(14, name=f"dram_waddr{g}"), Signal(14, name=f"dram_raddr{g}")
+        m.d.comb += [waddr.eq(sram.waddr << shift), raddr.eq(sram.raddr << shift)]
         dout = []
         for lo in range(0, len(sram.wdata), bits):
             do = Signal(bits, name=f"dram_do{i}")
@@ -318,8 +320,7 @@ def _dp16kd_memory(m, srams, oces, addr_bits):
                     "i_CEA": 1, "i_OCEA": 1, "i_RSTA": 0, "i_WEA": sram.wen[lo // 8],
                     "i_CEB": sram.ren, "i_OCEB": oce, "i_RSTB": 0, "i_WEB": 0}
             for k in range(14):
-                pins[f"i_ADA{k}"] = waddr[k] if k < len(waddr) else 0
-                pins[f"i_ADB{k}"] = raddr[k] if k < len(raddr) else 0
+                pins[f"i_ADA{k}"], pins[f"i_ADB{k}"] = waddr[k], raddr[k]
             for k in range(3):
                 pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
             for k in range(18):
