@@ -166,10 +166,12 @@ class OnChipMemory(wiring.Component):
 
     The core has priority: a host access is granted in a cycle in which the adapter is idle and
     the core requests nothing, and served from the register ``grant`` in the next cycle (the
-    adapter held), so the block RAMs' address multiplexer is selected by a register, not by
-    the core's command valid (Fmax); a write is acknowledged in that cycle, a read two cycles
-    later (the word passes the block RAM's output register; the core's next command waits the
-    one cycle that register is the host's). Word addresses past the memory wrap around
+    adapter held; the block RAMs' address registers took the host's word when it was
+    granted), so no path runs from the core's command valid to the block RAMs (Fmax); a write
+    is acknowledged in that cycle, a read three cycles later (the word passes the block RAM's
+    output register and a register beside the block RAMs; the core's next command waits the
+    one cycle the output register is the host's). The block RAMs are driven in groups, each
+    by its own copy of the registers behind their pins (:class:`SramLane`). Word addresses past the memory wrap around
     (the core's DRAM_SIZE check keeps it inside; the host link checks the host).
 
     ``dp16kd``: build the memory of ECP5 DP16KD primitives with their output register
@@ -213,7 +215,8 @@ class OnChipMemory(wiring.Component):
         grant = Signal()                     # the host owns the SRAM port in this cycle
         wrote = Signal()                     # ... to write: acknowledged in this cycle
         reading = Signal()                   # the block RAM's latch holds the host's word
-        answer = Signal()                    # the word is in the output register: acknowledged
+        answer = Signal()                    # the word is in the output register
+        answered = Signal()                  # ... and in `host_rdata`: acknowledged
         # The grant is decided a cycle ahead from registers (the bridge's access, the slice's
         # command valid, the adapter's state) and held for one cycle with the host's address,
         # data and byte enables: no path runs from the core's commands or the bridge's state
@@ -221,7 +224,8 @@ class OnChipMemory(wiring.Component):
         # command in the cycle of the decision (none is offered) nor while the host owns the
         # port or its output register.
         decide = Signal()
-        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ad.idle & ~ad.busy_next)
+        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ~answered & ad.idle
+                                  & ~ad.busy_next)
         host_wdata = Signal(w)
         host_wen = Signal(w // 8)            # zero but in a granted write
         m.d.sync += [grant.eq(decide), wrote.eq(decide & bus.we),
@@ -230,7 +234,7 @@ class OnChipMemory(wiring.Component):
         held = Signal()                      # grant | reading, as one register
         m.d.sync += held.eq(decide | (grant & ~wrote))
         m.d.comb += ad.hold.eq(held)
-        m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading)]
+        m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading), answered.eq(answer)]
         m.d.sync += read_lane.eq(lane)
         # the lanes' addresses (the block RAMs' pins) take the host's word when it is granted
         m.d.comb += [ad.claim.eq(decide), ad.claim_addr.eq(word)]
@@ -240,8 +244,8 @@ class OnChipMemory(wiring.Component):
         # value reads the copy itself (Yosys merges identical flip-flops).
         for g, (sram, oce, lane) in enumerate(zip(srams, oces, ad.lanes)):
             g_grant, g_reading = _kept(1, f"grant{g}"), _kept(1, f"reading{g}")
-            m.d.sync += [g_grant.eq(bus.stb & ~g_grant & ~reading & ~answer & ad.idle
-                                    & ~ad.busy_next),        # `decide`
+            m.d.sync += [g_grant.eq(bus.stb & ~g_grant & ~reading & ~answer & ~answered
+                                    & ad.idle & ~ad.busy_next),          # `decide`
                          g_reading.eq(g_grant & ~wrote)]
             lo, bytes_ = g * gbits, gbits // 8
             # The latch reads in every cycle but those in which a burst's stages hold (a read
@@ -261,8 +265,14 @@ class OnChipMemory(wiring.Component):
             # register is the host's
             m.d.comb += oce.eq(lane.ren | g_reading)
         rdata = Cat(*(sram.rdata for sram in srams))
-        m.d.comb += [ad.sram.rdata.eq(rdata), bus.rdata.eq(rdata.word_select(read_lane, 32)),
-                     bus.ack.eq(wrote | answer)]
+        # the host's word registered beside the block RAMs: the host's read path (its
+        # multiplexers, the bridge's shift register) starts at a register, not at the block
+        # RAMs' outputs spread over the die (Fmax)
+        host_rdata = Signal(32)
+        with m.If(answer):
+            m.d.sync += host_rdata.eq(rdata.word_select(read_lane, 32))
+        m.d.comb += [ad.sram.rdata.eq(rdata), bus.rdata.eq(host_rdata),
+                     bus.ack.eq(wrote | answered)]
         return m
 
 

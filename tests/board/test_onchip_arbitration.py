@@ -2,7 +2,7 @@
 port (random lengths, strobes and read back-pressure) and the host's 32-bit word accesses,
 each against a plain Python model of the memory; and the latencies OnChipMemory and
 MemPortSram document (a read's first beat three cycles after its command, a host write
-acknowledged a cycle after it is offered to an idle memory, a host read three cycles after;
+acknowledged a cycle after it is offered to an idle memory, a host read four cycles after;
 a host waits while the core keeps offering commands). The 64 KiB memory (ecp5-small's) has
 four groups of block RAMs, each driven by its own copy of the registers: the copies must
 follow the adapter's and the host's in every cycle."""
@@ -163,7 +163,8 @@ def test_latencies_of_each_user_alone(size):
 
     _run([bench], size)
     # offered in t: granted (decided) in t, the host's in t + 1 (a write is acknowledged
-    # then); a read's word passes the block RAM's latch and output register: t + 3
-    assert (seen["write"], seen["read"], seen["value"]) == (1, 3, 0x12345678)
+    # then); a read's word passes the block RAM's latch and output register and the host's
+    # read register: t + 4
+    assert (seen["write"], seen["read"], seen["value"]) == (1, 4, 0x12345678)
     assert seen["first_beat"] == 3
     assert seen["beat"] == 0x12345678             # host word 8: the low half of beat 4 (byte 32)
