@@ -30,7 +30,8 @@ class VTACore(wiring.Component):
     """The decoupled access-execute core behind one memory port.
 
     Control: a ``launch`` pulse in cycle *L* clears all control state (buffers keep their
-    contents) and starts fetch in *L* + 1. See docs/hardware.md for the exact end of a run:
+    contents) and starts fetch in *L* + 1; ``insn_addr``, ``insn_count`` and ``dram_size``
+    are present from *L* and held while running (fetch prepares its start in *L*). See docs/hardware.md for the exact end of a run:
     ``done`` rises after FINISH retires (and fetch is quiet), or after an error once the
     arbiter is halted (a register: from the cycle after the error) and no burst is
     outstanding. ``cycles`` counts *L* + 1 up to the last cycle before ``done``.

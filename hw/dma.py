@@ -18,12 +18,15 @@ from isa.config import VTAConfig
 from .fields import mem_insn
 from .memport import ADDR_BITS, MemPortSignature
 
-__all__ = ["DmaReader", "DmaWriter", "TensorLoader", "PREPARE_CYCLES"]
+__all__ = ["DmaReader", "DmaWriter", "TensorLoader", "PREPARE_CYCLES", "FETCH_PREPARE_CYCLES"]
 
 _WIDE = ADDR_BITS + 16
 #: Cycles the modules' engines (started from the queue head) have their inputs held before
-#: ``start`` (``_Walker.prepare``'s two stages; fetch's reader uses one).
+#: ``start`` (``_Walker.prepare``'s two stages).
 PREPARE_CYCLES = 2
+#: The same for fetch's reader: its inputs are the launch's, present from the launch cycle, and
+#: fetch starts in the cycle after it (docs/hardware.md §4).
+FETCH_PREPARE_CYCLES = 1
 # the modules start the engines from the queue head, which has sat there that long
 assert HEAD_SETTLE >= PREPARE_CYCLES
 
@@ -62,19 +65,24 @@ class _Walker:
         self.rows_left = Signal(16, name=f"{name}_rows_left")
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
+        # ``left ≠ 0`` and ``rows_left ≠ 0`` as registers set with them: the command's
+        # ``valid`` and the walker's own enables read no wide OR (Fmax)
+        self.nz = Signal(name=f"{name}_nz")
+        self.more = Signal(name=f"{name}_more")
+        self._count_nz = Signal(name=f"{name}_count_nz")
         self._whole = Signal(beats_bits, name=f"{name}_whole")      # ceil(count·E / B)
         self._whole1 = Signal(beats_bits, name=f"{name}_whole1")    # the same plus one
         self._tail = Signal(max(self.lb, 1), name=f"{name}_tail")   # (count·E − 1) mod B
         self._stride = stride
-        self._first_n, self._beats_n = self._span(self.next_row, self._whole, self._whole1,
-                                                  self._tail)
+        self._first_n, self._beats_n, self._over_n = self._span(
+            self.next_row, self._whole, self._whole1, self._tail)
 
     def _span(self, addr, whole, whole1, tail):
-        """(first beat, beats) of a row at byte address ``addr``."""
+        """(first beat, beats, beats are ``whole1``) of a row at byte address ``addr``."""
         if not self.lb:
-            return addr, whole
+            return addr, whole, Const(0)
         over = (addr[:self.lb] + tail)[self.lb]
-        return addr >> self.lb, Mux(over, whole1, whole)
+        return addr >> self.lb, Mux(over, whole1, whole), over
 
     def _fit(self, beats, first):
         """(burst, row end) of a row's remaining ``beats`` from beat ``first``: the burst
@@ -98,48 +106,69 @@ class _Walker:
         ``start`` copies them, so the inputs must be held ``cycles`` cycles before ``start``
         and in its cycle (the modules give the queue head, which sits there ``HEAD_SETTLE``
         cycles first: ``PREPARE_CYCLES``). The span arithmetic is then off the start
-        condition's path (Fmax). ``cycles`` = 0: neither stage is registered (fetch's reader:
-        its inputs come with the launch, which also resets fetch, so nothing is prepared)."""
+        condition's path (Fmax). ``cycles`` = 1 (fetch's reader, whose inputs come with the
+        launch, in the cycle before its ``start``): P2 only is registered. The stage registers
+        are reset-less, so the launch's reset does not clear what they prepare."""
         assert cycles in (0, 1, 2), cycles
 
         def stage(values, tag, registered=True):
+            # reset-less: recomputed in every cycle, and fetch's launch resets its reader in
+            # the cycle these registers must load (cycles = 1)
             regs = {}
             for name, value in values.items():
                 like = getattr(self, name, None)
-                regs[name] = reg = (Signal.like(like, name=f"{tag}{name}") if like is not None
-                                    else Signal(len(Value.cast(value)), name=f"{tag}{name}"))
+                regs[name] = reg = (
+                    Signal.like(like, name=f"{tag}{name}", reset_less=True) if like is not None
+                    else Signal(len(Value.cast(value)), name=f"{tag}{name}", reset_less=True))
                 domain = m.d.sync if registered else m.d.comb
                 domain += reg.eq(value)
             return regs
 
         nbytes = count << self.le
         lb = self.lb
+        if self.le >= lb:
+            # whole beats per element: ceil(n / B) = n·E/B is a shift, the tail B − 1
+            whole, tail = count << (self.le - lb), (1 << lb) - 1
+        else:
+            whole, tail = (nbytes + (1 << lb) - 1) >> lb, (nbytes - 1)[:len(self._tail)]
         # P1: ceil(n / B) and one more (two parallel adders), the tail, the first beat
-        p1 = stage({"_whole": (nbytes + (1 << lb) - 1) >> lb,
+        p1 = stage({"_whole": whole,
                     "_whole1": (nbytes + (2 << lb) - 1) >> lb,
-                    "_tail": (nbytes - 1)[:len(self._tail)] if lb else 0,
+                    "_tail": tail if lb else 0,
                     "addr": addr, "next_row": addr + stride, "rows_left": rows - 1,
+                    "more": rows != 1, "_count_nz": count != 0,
                     "rows_nz": rows != 0}, "p1", registered=cycles == 2)
-        first, beats = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
+        first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
         burst, fits = self._fit(beats, first)
-        # P2: the first burst
+        # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits}, "p2", registered=cycles >= 1)
-        return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "_whole", "_whole1",
-                                             "_tail")}}
+                    "row_end": fits, "nz": p1["rows_nz"] & (over | p1["_count_nz"])},
+                   "p2", registered=cycles >= 1)
+        return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
+                                             "_whole1", "_tail", "_count_nz")}}
+
+    def load(self, m: Module, pre: dict):
+        """Every register from ``pre`` but ``nz``: done in every cycle the engine is idle, so
+        only ``nz`` (the engine's ``valid``) waits for ``start`` (Fmax: the start condition
+        drives one flip-flop's input, not the walker's multiplexers)."""
+        m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items() if name != "nz"]
 
     def start(self, m: Module, pre: dict):
-        m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items()]
+        m.d.sync += self.nz.eq(pre["nz"])
 
     def advance(self, m: Module):
-        with m.If(self.row_end & (self.rows_left != 0)):
+        with m.If(self.row_end & self.more):
             self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n)
             m.d.sync += [self.next_row.eq(self.next_row + self._stride),
-                         self.rows_left.eq(self.rows_left - 1)]
+                         self.rows_left.eq(self.rows_left - 1),
+                         self.more.eq(self.rows_left != 1),
+                         self.nz.eq(self._over_n | self._count_nz)]
         with m.Else():
-            # inside a row the burst ran to an M-beat boundary: the next one starts on it
+            # inside a row the burst ran to an M-beat boundary: the next one starts on it;
+            # it left beats exactly when it did not end the row (else it took them all)
             left = self.left - self.burst
             self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)))
+            m.d.sync += self.nz.eq(~self.row_end)
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -160,7 +189,8 @@ class DmaReader(wiring.Component):
     otherwise one element per cycle (``rd.ready`` only with the beat's last element of the
     row's span). ``busy`` is high from *c* + 1 until every command is issued and every element
     has left. ``addr``, ``count``, ``rows`` and ``stride`` are held from
-    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`).
+    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`); ``start`` only while
+    ``busy`` is low (the transfer's registers follow the inputs in every idle cycle).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32,
@@ -193,17 +223,21 @@ class DmaReader(wiring.Component):
         left = Signal(self._count_bits)   # elements left in the data row
         m.d.comb += [rd_fire.eq(port.rd.valid & port.rd.ready),
                      take.eq(self.out.valid & self.out.ready),
-                     self.busy.eq((iw.left != 0) | active),
-                     port.rcmd.valid.eq(self.issue_ok & (iw.left != 0)),
+                     self.busy.eq(iw.nz | active),
+                     port.rcmd.valid.eq(self.issue_ok & iw.nz),
                      port.rcmd.payload.addr.eq(iw.cur << iw.lb),
                      port.rcmd.payload.len.eq(iw.burst - 1)]
+        idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
+        m.d.comb += idle.eq(~(iw.nz | active))
         with m.If(port.rcmd.valid & port.rcmd.ready):
             iw.advance(m)
+        with m.If(idle):
+            iw.load(m, pre)
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
+                         drows_left.eq(self.rows - 1), left.eq(self.count)]
         with m.If(self.start):
             iw.start(m, pre)
-            m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
-                         drows_left.eq(self.rows - 1), left.eq(self.count),
-                         active.eq((self.rows != 0) & (self.count != 0))]
+            m.d.sync += active.eq((self.rows != 0) & (self.count != 0))
         with m.Elif(take):
             m.d.sync += left.eq(left - 1)
             with m.If(left == 1):
@@ -223,7 +257,7 @@ class DmaReader(wiring.Component):
                 cnt = Signal(range(k))
                 m.d.comb += [self.out.payload.eq(Cat(sr, port.rd.payload.data)),
                              self.out.valid.eq(port.rd.valid & (cnt == k - 1))]
-                with m.If(self.start):
+                with m.If(idle):
                     m.d.sync += cnt.eq(0)
                 with m.Elif(rd_fire):
                     m.d.sync += [cnt.eq(Mux(cnt == k - 1, 0, cnt + 1)),
@@ -241,7 +275,7 @@ class DmaReader(wiring.Component):
                 port.rd.ready.eq(self.out.ready & last_lane),
                 nxt.eq(drow + stride),
             ]
-            with m.If(self.start):
+            with m.If(idle):
                 m.d.sync += lane.eq((self.addr >> le)[:_log2(per)])
             with m.Elif(take):
                 m.d.sync += lane.eq(Mux(left == 1, (nxt >> le)[:_log2(per)],
@@ -261,7 +295,8 @@ class DmaWriter(wiring.Component):
     in the cycle its last element (of the beat, or of the row) arrives, with the strobes of the
     lanes it carries. ``busy`` is high from *c* + 1 until every beat is written and the last
     ``wr_ack`` has been seen. ``addr``, ``count``, ``rows`` and ``stride`` are held from
-    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`).
+    *c* − ``prepare_cycles`` (0, 1 or 2) to *c* (:meth:`_Walker.prepare`); ``start`` only while
+    ``busy`` is low (the transfer's registers follow the inputs in every idle cycle).
     """
 
     def __init__(self, cfg: VTAConfig, *, elem_bytes: int, count_bits: int = 32,
@@ -296,7 +331,7 @@ class DmaWriter(wiring.Component):
         wr_fire = Signal()
         burst_done = Signal()
         m.d.comb += [
-            port.wcmd.valid.eq((iw.left != 0) & (pending != depth)),
+            port.wcmd.valid.eq(iw.nz & (pending != depth)),
             port.wcmd.payload.addr.eq(iw.cur << iw.lb),
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
@@ -304,21 +339,25 @@ class DmaWriter(wiring.Component):
             wr_fire.eq(port.wr.valid & port.wr.ready),
             port.wr.payload.last.eq(beat == dw.burst - 1),
             burst_done.eq(wr_fire & port.wr.payload.last),
-            self.busy.eq((iw.left != 0) | active | (pending != 0)),
+            self.busy.eq(iw.nz | active | (pending != 0)),
         ]
         m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
                      ahead.eq(ahead + wcmd_fire - burst_done)]
+        idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
+        m.d.comb += idle.eq(~(iw.nz | active | (pending != 0)))
         with m.If(wcmd_fire):
             iw.advance(m)
+        with m.If(idle):
+            iw.load(m, pre)
+            dw.load(m, pre)
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0)]
         with m.If(self.start):
             iw.start(m, pre)
-            dw.start(m, pre)
-            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
-                         active.eq((self.rows != 0) & (self.count != 0))]
+            m.d.sync += active.eq((self.rows != 0) & (self.count != 0))
         with m.Elif(burst_done):
             dw.advance(m)
             m.d.sync += beat.eq(0)
-            with m.If(dw.row_end & (dw.rows_left == 0)):
+            with m.If(dw.row_end & ~dw.more):
                 m.d.sync += active.eq(0)
         with m.Elif(wr_fire):
             m.d.sync += beat.eq(beat + 1)
@@ -334,7 +373,7 @@ class DmaWriter(wiring.Component):
                 self.inp.ready.eq(data_ok & port.wr.ready & (sub == k - 1)),
             ]
             if k > 1:
-                with m.If(self.start):
+                with m.If(idle):
                     m.d.sync += sub.eq(0)
                 with m.Elif(wr_fire):
                     m.d.sync += sub.eq(Mux(sub == k - 1, 0, sub + 1))
@@ -362,7 +401,7 @@ class DmaWriter(wiring.Component):
                 port.wr.payload.strb.eq(cur_strb),
                 self.inp.ready.eq(data_ok & (~closes | port.wr.ready)),
             ]
-            with m.If(self.start):
+            with m.If(idle):
                 m.d.sync += [lane.eq((self.addr >> le)[:_log2(per)]),
                              left.eq(self.count), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):

@@ -14,7 +14,7 @@ from isa.config import VTAConfig
 from isa.encoding import AluOp, MemType, Opcode
 from isa.errors import ErrorCode
 
-from .dma import DmaReader
+from .dma import FETCH_PREPARE_CYCLES, DmaReader
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
 from .memport import MemPortSignature
 from .modcommon import ERR_BITS
@@ -44,6 +44,8 @@ class FetchModule(wiring.Component):
     alone reveal (illegal opcode, must-be-zero token bit, memory type, STORE padding, ALU
     opcode, empty loop) are raised when the instruction reaches the dispatch point; fetch then
     stops. Instructions after a FINISH are dispatched like any other (as the original does).
+    ``insn_addr``, ``insn_count`` and ``dram_size`` are present from *c* − 1 (the launch
+    cycle) and held while fetch runs.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -64,7 +66,8 @@ class FetchModule(wiring.Component):
         m = Module()
         cfg = self._cfg
         per, depth = fetch_buffer_depth(cfg)
-        m.submodules.reader = reader = DmaReader(cfg, elem_bytes=16, count_bits=32)
+        m.submodules.reader = reader = DmaReader(cfg, elem_bytes=16, count_bits=32,
+                                                 prepare_cycles=FETCH_PREPARE_CYCLES)
         # Each buffer entry carries the instruction and its decode (queue, field error), made
         # as it enters: the dispatch point reads them from the entry, so no decode logic lies
         # between the buffer's read pointer and dispatch, the core's failure and the memory
@@ -196,17 +199,26 @@ class FetchModule(wiring.Component):
 
     def _control(self, m, reader, buf, running, run_end, index, illegal, illegal_code, rdy,
                  target):
-        """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED."""
+        """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
+
+        The launch's values (present from the cycle before ``start``) are checked and
+        ``insn_count − 1`` formed in reset-less registers loaded in every cycle, so no carry
+        chain lies on the start condition or on the last dispatch (Fmax)."""
         insn_end = Signal(40)
+        empty = Signal(reset_less=True)
+        beyond = Signal(reset_less=True)
+        last = Signal(32, reset_less=True)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
+        m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
+                     last.eq(self.insn_count - 1)]
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
                     m.d.sync += index.eq(0)
-                    with m.If(self.insn_count == 0):
+                    with m.If(empty):
                         m.next = "END"
-                    with m.Elif(insn_end > self.dram_size):
+                    with m.Elif(beyond):
                         m.d.comb += [self.err.eq(1), self.err_code.eq(ErrorCode.DRAM_RANGE),
                                      self.err_index.eq(0)]
                         m.next = "STOPPED"
@@ -227,7 +239,7 @@ class FetchModule(wiring.Component):
                         m.d.comb += [self.q_en[i].eq(target == i) for i in range(3)]
                         m.d.comb += buf.r_en.eq(1)
                         m.d.sync += index.eq(index + 1)
-                        with m.If(index == self.insn_count - 1):
+                        with m.If(index == last):
                             m.d.comb += run_end.eq(1)
                             m.d.sync += running.eq(0)
                             m.next = "END"

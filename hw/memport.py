@@ -25,7 +25,7 @@ handshake to ``wr_ack``) in flight; a memory may accept fewer by holding ``ready
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -112,7 +112,11 @@ class MemArbiter(wiring.Component):
         readers = self.clients[:n]
         writer = self.clients[n]
         ptr = Signal(range(n))
-        tags = Signal(data.ArrayLayout(unsigned(2), depth))
+        # One signal per tag, named without brackets: an array-layout signal ``tags`` next to
+        # its elements' wires ``tags[i]`` makes Yosys 0.70's ABC9 reintegration (which names
+        # bit i of ``tags`` "tags[i]") connect a 2-bit wire to a 1-bit one and abort on some
+        # configurations (1×2×2 with 512-entry buffers).
+        tags = Array(Signal(2, name=f"tag{i}") for i in range(depth))
         head = Signal(range(depth))
         tail = Signal(range(depth))
         reads = Signal(range(depth + 1))

@@ -94,3 +94,23 @@ def test_run_image_returns_dram_cycles_counters_and_writes_a_waveform(tmp_path):
     with pytest.raises(RtlSimulationError) as info:
         run_image(bad.image)
     assert (info.value.code, info.value.index) == (bad.expected_error, bad.expected_index)
+
+
+def test_core_verilog_names_no_wire_like_a_bit_of_another():
+    """Yosys 0.70's ABC9 reintegration names bit i of a wire ``x`` "x[i]"; a wire of that very
+    name (Amaranth names an array-layout signal's elements so) made it connect a 2-bit wire to
+    a 1-bit one and abort on the 1×2×2 512-entry sweep point. No such pair may exist."""
+    import re
+    from hw.verilog import core_verilog
+    from isa.config import load_config
+    text = core_verilog(load_config("ecp5-small"))
+    names = set()
+    for line in text.splitlines():
+        decl = re.match(r"\s*(?:reg|wire|input|output)\b(?:\s+signed)?(?:\s*\[[^\]]*\])?\s+"
+                        r"(\\\S+|[A-Za-z_][\w$]*)", line)
+        if decl:
+            names.add(decl.group(1).lstrip("\\"))
+    assert len(names) > 100        # the declarations were found
+    clashes = sorted(n for n in names
+                     if (m := re.fullmatch(r"(.*)\[\d+\]", n)) and m.group(1) in names)
+    assert not clashes, clashes
