@@ -32,6 +32,26 @@ class SramSignature(wiring.Signature):
                           "waddr": Out(addr_bits), "wdata": Out(width), "wen": Out(width // 8)})
 
 
+def _kept(shape, name):
+    # Yosys merges identical flip-flops (opt_merge) whatever a wire's `keep` says: a copy is
+    # kept because its next value reads its own (a counter, or a flag's hold), not this
+    # attribute, which only keeps its name in the netlist (the structural tests find it)
+    return Signal(shape, name=name, attrs={"keep": 1})
+
+
+class SramLane:
+    """One copy of the adapter's registers that drive a group of block RAMs: ``addr`` (the
+    word address of the block RAMs' pins), ``read``/``write`` (the adapter is in READ/WRITE), ``out_valid`` (the
+    output stage holds a beat); ``ren`` (a read burst's stages move: the output register
+    loads) and ``stall`` (they hold) are one LUT of them and ``rd.ready``."""
+
+    def __init__(self, addr_bits: int, g: int):
+        self.addr = _kept(addr_bits, f"lane{g}_addr")
+        self.read, self.write = _kept(1, f"lane{g}_read"), _kept(1, f"lane{g}_write")
+        self.out_valid = _kept(1, f"lane{g}_out_valid")
+        self.ren, self.stall = Signal(name=f"lane{g}_ren"), Signal(name=f"lane{g}_stall")
+
+
 class MemPortSram(wiring.Component):
     """The core's memory port (``port``) onto an SRAM port (``sram``), one burst at a time.
 
@@ -45,13 +65,24 @@ class MemPortSram(wiring.Component):
     under way: the SRAM port is free for another user in such a cycle unless the core offers
     a command (``busy_next``). ``stall`` is high when a read burst's stages hold: the only
     cycles in which the SRAM's latch must keep its word.
+
+    ``copies``: the registers that drive the SRAM's address and enables (the address, "in
+    READ", "in WRITE", the output stage's valid) again in ``copies`` copies, one per group
+    of block RAMs (:attr:`lanes`), each updated from its own values, so that every
+    block-RAM pin is a register or one LUT of registers placed beside its group, not a net
+    fanned out to the whole memory (Fmax). A lane's address is the SRAM's: in a cycle in
+    which ``claim`` is high it loads ``claim_addr`` (another user's, who owns the SRAM in the
+    next cycle; the adapter is then idle and held); ``sram`` reads the SRAM's word (its other members are the
+    adapter's own view, for a single SRAM).
     """
 
-    def __init__(self, cfg: VTAConfig, addr_bits: int):
+    def __init__(self, cfg: VTAConfig, addr_bits: int, copies: int = 1):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
                           "busy_next": Out(1), "stall": Out(1),
+                          "claim": In(1), "claim_addr": In(addr_bits),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
+        self.lanes = [SramLane(addr_bits, g) for g in range(copies)]
 
     def elaborate(self, platform):
         m = Module()
@@ -65,10 +96,13 @@ class MemPortSram(wiring.Component):
                      port.rd.payload.last.eq(out_last), sram.raddr.eq(addr),
                      sram.waddr.eq(addr), sram.wdata.eq(port.wr.payload.data)]
         m.d.comb += self.busy_next.eq(port.rcmd.valid | port.wcmd.valid)
+        take_read, take_write = Signal(), Signal()
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [self.idle.eq(1), port.rcmd.ready.eq(~self.hold),
                              port.wcmd.ready.eq(~self.hold & ~port.rcmd.valid)]
+                m.d.comb += [take_read.eq(port.rcmd.valid & ~self.hold),
+                             take_write.eq(port.wcmd.valid & ~port.rcmd.valid & ~self.hold)]
                 with m.If(port.rcmd.valid & ~self.hold):
                     m.d.sync += [addr.eq(port.rcmd.payload.addr >> shift),
                                  left.eq(port.rcmd.payload.len + 1), more.eq(1)]
@@ -100,7 +134,31 @@ class MemPortSram(wiring.Component):
             with m.State("ACK"):
                 m.d.comb += port.wr_ack.eq(1)
                 m.next = "IDLE"
+        for lane in self.lanes:
+            self._lane(m, lane, shift, take_read, take_write, more, a_valid)
         return m
+
+    def _lane(self, m, lane, shift, take_read, take_write, more, a_valid):
+        """``lane``'s registers follow the FSM's, each from its own values (the same cycle)."""
+        port = self.port
+        advance = ~lane.out_valid | port.rd.ready
+        m.d.comb += [lane.ren.eq(lane.read & advance), lane.stall.eq(lane.read & ~advance)]
+        with m.If(lane.ren):
+            m.d.sync += lane.out_valid.eq(a_valid)
+            with m.If(more):
+                m.d.sync += lane.addr.eq(lane.addr + 1)
+            with m.Elif(~a_valid & lane.out_valid):
+                m.d.sync += lane.read.eq(0)        # the FSM's READ -> IDLE
+        with m.If(lane.write & port.wr.valid):
+            m.d.sync += lane.addr.eq(lane.addr + 1)
+            with m.If(port.wr.payload.last):
+                m.d.sync += lane.write.eq(0)       # the FSM's WRITE -> ACK
+        with m.If(self.claim):
+            m.d.sync += lane.addr.eq(self.claim_addr)
+        with m.If(take_read):
+            m.d.sync += [lane.read.eq(1), lane.addr.eq(port.rcmd.payload.addr >> shift)]
+        with m.Elif(take_write):
+            m.d.sync += [lane.write.eq(1), lane.addr.eq(port.wcmd.payload.addr >> shift)]
 
 
 class OnChipMemory(wiring.Component):
@@ -108,10 +166,12 @@ class OnChipMemory(wiring.Component):
 
     The core has priority: a host access is granted in a cycle in which the adapter is idle and
     the core requests nothing, and served from the register ``grant`` in the next cycle (the
-    adapter held), so the block RAMs' address multiplexer is selected by a register, not by
-    the core's command valid (Fmax); a write is acknowledged in that cycle, a read two cycles
-    later (the word passes the block RAM's output register; the core's next command waits the
-    one cycle that register is the host's). Word addresses past the memory wrap around
+    adapter held; the block RAMs' address registers took the host's word when it was
+    granted), so no path runs from the core's command valid to the block RAMs (Fmax); a write
+    is acknowledged in that cycle, a read three cycles later (the word passes the block RAM's
+    output register and a register beside the block RAMs; the core's next command waits the
+    one cycle the output register is the host's). The block RAMs are driven in groups, each
+    by its own copy of the registers behind their pins (:class:`SramLane`). Word addresses past the memory wrap around
     (the core's DRAM_SIZE check keeps it inside; the host link checks the host).
 
     ``dp16kd``: build the memory of ECP5 DP16KD primitives with their output register
@@ -134,13 +194,16 @@ class OnChipMemory(wiring.Component):
         m = Module()
         cfg, w = self._cfg, self._cfg.bus_width
         addr_bits = max(1, (self._depth - 1).bit_length())
-        sram = SramSignature(w, addr_bits).create()
-        oce = Signal()                       # the output register loads (`sram.ren` moves A)
+        gbits = _group_bits(self._depth, w)
+        groups = w // gbits
+        srams = [SramSignature(gbits, addr_bits).create(path=(f"sram{g}",))
+                 for g in range(groups)]
+        oces = [Signal(name=f"oce{g}") for g in range(groups)]  # the output registers load
         if self._dp16kd and self._depth in _DP16KD_WIDTH:
-            _dp16kd_memory(m, sram, oce, w, addr_bits)
+            _dp16kd_memory(m, srams, oces, addr_bits)
         else:
-            _modelled_memory(m, sram, oce, w, self._depth)
-        m.submodules.adapter = ad = MemPortSram(cfg, addr_bits)
+            _modelled_memory(m, srams, oces, self._depth)
+        m.submodules.adapter = ad = MemPortSram(cfg, addr_bits, copies=groups)
         wiring.connect(m, wiring.flipped(self.port), ad.port)
 
         bus = self.bus
@@ -152,7 +215,8 @@ class OnChipMemory(wiring.Component):
         grant = Signal()                     # the host owns the SRAM port in this cycle
         wrote = Signal()                     # ... to write: acknowledged in this cycle
         reading = Signal()                   # the block RAM's latch holds the host's word
-        answer = Signal()                    # the word is in the output register: acknowledged
+        answer = Signal()                    # the word is in the output register
+        answered = Signal()                  # ... and in `host_rdata`: acknowledged
         # The grant is decided a cycle ahead from registers (the bridge's access, the slice's
         # command valid, the adapter's state) and held for one cycle with the host's address,
         # data and byte enables: no path runs from the core's commands or the bridge's state
@@ -160,36 +224,55 @@ class OnChipMemory(wiring.Component):
         # command in the cycle of the decision (none is offered) nor while the host owns the
         # port or its output register.
         decide = Signal()
-        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ad.idle & ~ad.busy_next)
-        host_word, host_wdata = Signal.like(word), Signal(w)
+        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ~answered & ad.idle
+                                  & ~ad.busy_next)
+        host_wdata = Signal(w)
         host_wen = Signal(w // 8)            # zero but in a granted write
-        m.d.sync += [grant.eq(decide), wrote.eq(decide & bus.we), host_word.eq(word),
+        m.d.sync += [grant.eq(decide), wrote.eq(decide & bus.we),
                      host_wdata.eq(bus.wdata.replicate(lanes)),
                      host_wen.eq(Mux(decide & bus.we, 0xF << (4 * lane), 0))]
         held = Signal()                      # grant | reading, as one register
         m.d.sync += held.eq(decide | (grant & ~wrote))
         m.d.comb += ad.hold.eq(held)
-        m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading)]
+        m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading), answered.eq(answer)]
         m.d.sync += read_lane.eq(lane)
-        # The latch reads in every cycle but those in which a burst's stages hold (a read has
-        # no side effect, and a word read while it is written is never used: the output
-        # register takes a host's word from the latch the cycle after):
-        # the block RAMs' read enable is then not a function of the host's arbitration (Fmax).
-        m.d.comb += sram.ren.eq(~ad.stall)
-        # the adapter writes nothing while the host owns the port (it is idle and held)
-        m.d.comb += sram.wen.eq(ad.sram.wen | host_wen)
-        with m.If(grant):
-            m.d.comb += [sram.raddr.eq(host_word), sram.waddr.eq(host_word),
-                         sram.wdata.eq(host_wdata)]
-        with m.Else():
-            m.d.comb += [sram.raddr.eq(ad.sram.raddr),
-                         sram.waddr.eq(ad.sram.waddr), sram.wdata.eq(ad.sram.wdata)]
-        # the adapter reads only in its READ state, so in `reading` (it is held idle) and in
-        # `answer` (idle: a command taken then reads from the cycle after) the output
-        # register is the host's
-        m.d.comb += [oce.eq(ad.sram.ren | reading), ad.sram.rdata.eq(sram.rdata),
-                     bus.rdata.eq(sram.rdata.word_select(read_lane, 32)),
-                     bus.ack.eq(wrote | answer)]
+        # the lanes' addresses (the block RAMs' pins) take the host's word when it is granted
+        m.d.comb += [ad.claim.eq(decide), ad.claim_addr.eq(word)]
+        # Each group of block RAMs has its own copy of the grant and of "reading", and of the
+        # adapter's registers (`MemPortSram.lanes`): every pin below is a register or one LUT
+        # of registers of its group (and the core's `rd.ready`/`wr` inputs). A copy's next
+        # value reads the copy itself (Yosys merges identical flip-flops).
+        for g, (sram, oce, lane) in enumerate(zip(srams, oces, ad.lanes)):
+            g_grant, g_reading = _kept(1, f"grant{g}"), _kept(1, f"reading{g}")
+            m.d.sync += [g_grant.eq(bus.stb & ~g_grant & ~reading & ~answer & ~answered
+                                    & ad.idle & ~ad.busy_next),          # `decide`
+                         g_reading.eq(g_grant & ~wrote)]
+            lo, bytes_ = g * gbits, gbits // 8
+            # The latch reads in every cycle but those in which a burst's stages hold (a read
+            # has no side effect, and a word read while it is written is never used: the
+            # output register takes a host's word from the latch the cycle after): the read
+            # enable is then not a function of the host's arbitration (Fmax).
+            m.d.comb += sram.ren.eq(~lane.stall)
+            # the adapter writes nothing while the host owns the port (it is idle and held)
+            port_strb = ad.port.wr.payload.strb[lo // 8:lo // 8 + bytes_]
+            m.d.comb += sram.wen.eq(Mux(lane.write & ad.port.wr.valid, port_strb, 0)
+                                    | host_wen[lo // 8:lo // 8 + bytes_])
+            m.d.comb += [sram.raddr.eq(lane.addr), sram.waddr.eq(lane.addr),
+                         sram.wdata.eq(Mux(g_grant, host_wdata[lo:lo + gbits],
+                                           ad.port.wr.payload.data[lo:lo + gbits]))]
+            # the adapter reads only in its READ state, so in `reading` (it is held idle) and
+            # in `answer` (idle: a command taken then reads from the cycle after) the output
+            # register is the host's
+            m.d.comb += oce.eq(lane.ren | g_reading)
+        rdata = Cat(*(sram.rdata for sram in srams))
+        # the host's word registered beside the block RAMs: the host's read path (its
+        # multiplexers, the bridge's shift register) starts at a register, not at the block
+        # RAMs' outputs spread over the die (Fmax)
+        host_rdata = Signal(32)
+        with m.If(answer):
+            m.d.sync += host_rdata.eq(rdata.word_select(read_lane, 32))
+        m.d.comb += [ad.sram.rdata.eq(rdata), bus.rdata.eq(host_rdata),
+                     bus.ack.eq(wrote | answered)]
         return m
 
 
@@ -199,46 +282,66 @@ class OnChipMemory(wiring.Component):
 _DP16KD_WIDTH = {16384: 1, 8192: 2, 4096: 4, 2048: 9}
 
 
-def _modelled_memory(m, sram, oce, width, depth):
-    """An inferred memory and a register after it: ``sram``'s contract, for simulation."""
-    m.submodules.mem = mem = Memory(shape=width, depth=depth, init=[])
-    rp = mem.read_port()
-    wp = mem.write_port(granularity=8)
-    out = Signal(width)
-    with m.If(oce):
-        m.d.sync += out.eq(rp.data)
-    m.d.comb += [rp.addr.eq(sram.raddr), rp.en.eq(sram.ren), wp.addr.eq(sram.waddr),
-                 wp.data.eq(sram.wdata), wp.en.eq(sram.wen), sram.rdata.eq(out)]
+# Block RAMs per copy of the registers that drive their pins (MemPortSram.lanes): 8 of the
+# ecp5-small DRAM's 32 (measured: docs/hardware.md §12, step 16).
+_BRAMS_PER_COPY = 8
 
 
-def _dp16kd_memory(m, sram, oce, width, addr_bits):
-    """``sram``'s contract of DP16KD block RAMs side by side, each a slice of every word:
-    port A writes, port B reads into its output register (loaded when ``oce``)."""
+def _group_bits(depth, width):
+    """Bits of a word per group of block RAMs with its own copy of the driving registers:
+    the whole word where no single DP16KD mode holds the depth (the model's fallback)."""
+    if depth not in _DP16KD_WIDTH:
+        return width
+    return min(width, _BRAMS_PER_COPY * min(_DP16KD_WIDTH[depth], 8))
+
+
+def _modelled_memory(m, srams, oces, depth):
+    """For each group, an inferred memory and a register after it: ``sram``'s contract, for
+    simulation."""
+    for g, (sram, oce) in enumerate(zip(srams, oces)):
+        width = len(sram.wdata)
+        m.submodules[f"mem{g}"] = mem = Memory(shape=width, depth=depth, init=[])
+        rp = mem.read_port()
+        wp = mem.write_port(granularity=8)
+        out = Signal(width, name=f"mem{g}_out")
+        with m.If(oce):
+            m.d.sync += out.eq(rp.data)
+        m.d.comb += [rp.addr.eq(sram.raddr), rp.en.eq(sram.ren), wp.addr.eq(sram.waddr),
+                     wp.data.eq(sram.wdata), wp.en.eq(sram.wen), sram.rdata.eq(out)]
+
+
+def _dp16kd_memory(m, srams, oces, addr_bits):
+    """Each group's ``sram`` contract of DP16KD block RAMs side by side, each a slice of the
+    group's word: port A writes, port B reads into its output register (loaded when its
+    group's ``oce``)."""
     mode = _DP16KD_WIDTH[1 << addr_bits]
     bits = min(mode, 8)                      # data bits per block RAM
     shift = {1: 0, 2: 1, 4: 2, 9: 3}[mode]   # the mode's unused low address pins
-    waddr, raddr = sram.waddr << shift, sram.raddr << shift
-    dout = []
-    for i in range(width // bits):
-        lo = i * bits
-        do = Signal(bits, name=f"dram_do{i}")
-        dout.append(do)
-        pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
-                "i_CEA": 1, "i_OCEA": 1, "i_RSTA": 0, "i_WEA": sram.wen[lo // 8],
-                "i_CEB": sram.ren, "i_OCEB": oce, "i_RSTB": 0, "i_WEB": 0}
-        for k in range(14):
-            pins[f"i_ADA{k}"] = waddr[k] if k < len(waddr) else 0
-            pins[f"i_ADB{k}"] = raddr[k] if k < len(raddr) else 0
-        for k in range(3):
-            pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
-        for k in range(18):
-            pins[f"i_DIA{k}"] = sram.wdata[lo + k] if k < bits else 0
-            pins[f"i_DIB{k}"] = 0
-            if k < bits:
-                pins[f"o_DOB{k}"] = do[k]
-        m.submodules[f"dram{i}"] = Instance(
-            "DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode, p_REGMODE_A="NOREG",
-            p_REGMODE_B="OUTREG", p_RESETMODE="SYNC", p_CSDECODE_A="0b000",
-            p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
-            p_GSR="DISABLED", **pins)
-    m.d.comb += sram.rdata.eq(Cat(*dout))
+    i = 0
+    for g, (sram, oce) in enumerate(zip(srams, oces)):
+        # one net per group and pin (the group's copy of the address), whatever the mode
+        waddr, raddr = Signal(14, name=f"dram_waddr{g}"), Signal(14, name=f"dram_raddr{g}")
+        m.d.comb += [waddr.eq(sram.waddr << shift), raddr.eq(sram.raddr << shift)]
+        dout = []
+        for lo in range(0, len(sram.wdata), bits):
+            do = Signal(bits, name=f"dram_do{i}")
+            dout.append(do)
+            pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
+                    "i_CEA": 1, "i_OCEA": 1, "i_RSTA": 0, "i_WEA": sram.wen[lo // 8],
+                    "i_CEB": sram.ren, "i_OCEB": oce, "i_RSTB": 0, "i_WEB": 0}
+            for k in range(14):
+                pins[f"i_ADA{k}"], pins[f"i_ADB{k}"] = waddr[k], raddr[k]
+            for k in range(3):
+                pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
+            for k in range(18):
+                pins[f"i_DIA{k}"] = sram.wdata[lo + k] if k < bits else 0
+                pins[f"i_DIB{k}"] = 0
+                if k < bits:
+                    pins[f"o_DOB{k}"] = do[k]
+            m.submodules[f"dram{i}"] = Instance(
+                "DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode, p_REGMODE_A="NOREG",
+                p_REGMODE_B="OUTREG", p_RESETMODE="SYNC", p_CSDECODE_A="0b000",
+                p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
+                p_GSR="DISABLED", **pins)
+            i += 1
+        m.d.comb += sram.rdata.eq(Cat(*dout))

@@ -1,7 +1,10 @@
 """The on-chip DRAM built of DP16KD primitives for a synthesis (``OnChipMemory(dp16kd=True)``):
 one block RAM per slice of the word, each holding the whole depth (no read multiplexer), its
-output register on. Its behaviour is the simulated model's (tests/board/test_board_sim.py)."""
+output register on, in groups of 8 each driven by its own copy of the registers (the fan-out
+to 32 spread block RAMs bounded the board). Its behaviour is the simulated model's
+(tests/board/test_board_sim.py, test_onchip_arbitration.py)."""
 
+import collections
 import re
 
 from amaranth.back import verilog
@@ -26,10 +29,11 @@ def test_ecp5_small_dram_is_32_dp16kd_with_output_registers():
         assert re.search(r"\.REGMODE_A\(\"NOREG\"\)", params)
         assert re.search(r"\.DATA_WIDTH_A\(32'd2\)", params)
         assert re.search(r"\.DATA_WIDTH_B\(32'd2\)", params)
-    # the read enable and the output register's enable reach every block RAM
-    assert len(re.findall(r"\.CEB\(", text)) == len(insts)
-    assert len(re.findall(r"\.OCEB\(", text)) == len(insts)
-
+    # the read enable, the output register's enable and every address pin reach each block
+    # RAM from its group's copy: 4 nets of 8 block RAMs each, never one net to all 32
+    for pin in ("CEB", "OCEB", "ADA1", "ADB1", "ADA13", "ADB13"):
+        nets = collections.Counter(re.findall(rf"\.{pin}\(([^)]*)\)", text))
+        assert sorted(nets.values()) == [8] * 4, (pin, nets)
 
 def test_depths_without_a_single_block_ram_mode_fall_back_to_the_model():
     cfg = load_config("ecp5-small")
