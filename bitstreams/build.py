@@ -88,10 +88,13 @@ def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
             if running:
                 time.sleep(0.5)
     finally:
-        for _, proc, fh, _, _ in running:
+        # every tool killed before any is waited for: a second interrupt arriving while the
+        # first one's cleanup waits must not leave a run orphaned
+        for _, proc, _, _, _ in running:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+        for _, proc, fh, _, _ in running:
+            proc.wait()
             fh.close()
 
 
