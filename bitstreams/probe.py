@@ -161,10 +161,15 @@ def _memside(cfg):
     return VTACore(cfg, compute=ComputeStandIn)
 
 
+def _core(cfg):
+    from hw.core import VTACore
+    return VTACore(cfg)
+
+
 #: The blocks a probe can measure: name → constructor from a configuration.
 BLOCKS = {"compute": _compute, "gemm": _gemm, "gemm_buffers": _gemm_buffers, "alu": _alu,
           "uop_loop": _uop_loop, "load": _load, "store": _store, "csr": _csr, "board": _board,
-          "memside": _memside}
+          "memside": _memside, "core": _core}
 
 
 class RegisteredIO(Elaboratable):
@@ -307,7 +312,8 @@ def main(argv=None) -> int:
                         "buffers); gemm, alu, uop_loop: one of its parts; gemm_buffers: the "
                         "GEMM with its four buffers; load, store, csr: those modules; memside: "
                         "the whole core with a registered stand-in for the compute module; "
-                        "board: the on-chip board design without the core (default: compute)")
+                        "core: the whole core (the real compute module: the dispatch paths "
+                        "from the token counters and queue heads into the units); board: the on-chip board design without the core (default: compute)")
     p.add_argument("--config", default="ecp5-small",
                    help="a shipped configuration name or a JSON file (default: ecp5-small)")
     p.add_argument("--seed", type=int, default=1)

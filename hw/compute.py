@@ -17,7 +17,7 @@ from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
 from .gemm import GemmCore
-from .modcommon import error_index, module_members, mux_ports, raise_error
+from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 
 __all__ = ["ComputeModule", "narrow"]
 
@@ -51,7 +51,7 @@ class ComputeModule(wiring.Component):
         self._cfg = cfg
         super().__init__({
             **module_members(cfg),
-            "l2g_avail": In(1), "s2g_avail": In(1),
+            "l2g_avail_next": In(1), "s2g_avail_next": In(1),
             "pop_l2g": Out(1), "pop_s2g": Out(1), "push_g2l": Out(1), "push_g2s": Out(1),
             "g2l_overflow": In(1), "g2s_overflow": In(1),
             "finish": Out(1),
@@ -147,50 +147,31 @@ class ComputeModule(wiring.Component):
             MemType.ACC_8BIT: (acc8_bytes, cfg.acc_depth)})
 
         error_index(m, self, self.head.index, index)
-        with m.FSM():
+        units = self._head_decode(m, head, hg, ha, checks)
+        go = Signal()
+        # The units' starts: ``go`` and registered decodes of the head (Fmax, §12 step 17).
+        m.d.comb += [ld_uop.start.eq(go & units["ld_uop"]), ld_acc.start.eq(go & units["ld_acc"]),
+                     ld_acc8.start.eq(go & units["ld_acc8"]), gemm.start.eq(go & units["gemm"]),
+                     alu.start.eq(go & units["alu"])]
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
-                with m.If(self.head_valid & ~self.halt):
-                    with m.If((head.pop_prev & ~self.l2g_avail)
-                              | (head.pop_next & ~self.s2g_avail)):
-                        m.d.comb += self.blocked.eq(1)
-                    with m.Else():
-                        m.d.comb += [self.pop.eq(1), self.pop_l2g.eq(head.pop_prev),
-                                     self.pop_s2g.eq(head.pop_next)]
-                        m.d.sync += [insn.eq(head), index.eq(self.head.index),
-                                     is_finish.eq(opcode == Opcode.FINISH),
-                                     kind.eq(head.memory_type),
-                                     is_gemm.eq(opcode == Opcode.GEMM)]
-                        with m.Switch(opcode):
-                            with m.Case(Opcode.LOAD):
-                                with m.If(head.x_size == 0):
-                                    m.next = "RETIRE"
-                                for mt, (sram_bad, dram_bad) in checks.items():
-                                    with m.Elif((head.memory_type == mt) & sram_bad):
-                                        raise_error(m, self, ErrorCode.SRAM_RANGE)
-                                    with m.Elif((head.memory_type == mt) & dram_bad):
-                                        raise_error(m, self, ErrorCode.DRAM_RANGE)
-                                with m.Else():
-                                    m.d.comb += [
-                                        ld_uop.start.eq(head.memory_type == MemType.UOP),
-                                        ld_acc.start.eq(head.memory_type == MemType.ACC),
-                                        ld_acc8.start.eq(head.memory_type == MemType.ACC_8BIT),
-                                    ]
-                                    m.next = "LOADING"
-                            with m.Case(Opcode.GEMM):
-                                with m.If(hg.uop_end > cfg.uop_depth):
-                                    raise_error(m, self, ErrorCode.SRAM_RANGE)
-                                with m.Else():
-                                    m.d.comb += gemm.start.eq(1)
-                                    m.next = "RUN"
-                            with m.Case(Opcode.ALU):
-                                with m.If(ha.uop_end > cfg.uop_depth):
-                                    raise_error(m, self, ErrorCode.SRAM_RANGE)
-                                with m.Else():
-                                    m.d.comb += alu.start.eq(1)
-                                    m.next = "RUN"
-                            with m.Default():   # FINISH (fetch routes nothing else here)
-                                m.next = "RETIRE"
+                with m.If(go):
+                    m.d.comb += [self.pop_l2g.eq(head.pop_prev), self.pop_s2g.eq(head.pop_next)]
+                    m.d.sync += [insn.eq(head), index.eq(self.head.index),
+                                 is_finish.eq(opcode == Opcode.FINISH),
+                                 kind.eq(head.memory_type),
+                                 is_gemm.eq(opcode == Opcode.GEMM)]
+                    with m.If(units["retire"]):
+                        m.next = "RETIRE"
+                    with m.Elif(units["loading"]):
+                        m.next = "LOADING"
+                    with m.Elif(units["gemm"] | units["alu"]):
+                        m.next = "RUN"
+                    with m.Elif(units["sram_bad"]):
+                        raise_error(m, self, ErrorCode.SRAM_RANGE)
+                    with m.Elif(units["dram_bad"]):
+                        raise_error(m, self, ErrorCode.DRAM_RANGE)
             with m.State("LOADING"):
                 with m.If(~ld_uop.busy & ~ld_acc.busy & ~ld_acc8.busy):
                     m.next = "RETIRE"
@@ -206,4 +187,41 @@ class ComputeModule(wiring.Component):
                           | (insn.push_next & self.g2s_overflow)):
                     raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
+        m.d.comb += go.eq(start_decision(
+            m, self, retire=fsm.ongoing("RETIRE"),
+            needs=[(head.pop_prev, self.l2g_avail_next), (head.pop_next, self.s2g_avail_next)]))
         return m
+
+    def _head_decode(self, m, head, hg, ha, checks):
+        """What the head instruction does if it starts now: one-hot among the units it starts
+        (``ld_uop``, ``ld_acc``, ``ld_acc8``, ``gemm``, ``alu``), ``loading`` (a LOAD that
+        starts), ``retire`` (a FINISH or a LOAD with ``x_size == 0``: straight to RETIRE) and
+        its start error (``sram_bad``, ``dram_bad``: SRAM before DRAM). Decoded from registers
+        of the head, a cycle late (it sits there ``HEAD_SETTLE`` cycles before it starts), and
+        the range checks' last stage, so each unit's start is ``go`` and a gate or two (Fmax)."""
+        cfg = self._cfg
+        opcode = head.opcode
+        is_load, noop, gemm_ok, alu_ok = Signal(), Signal(), Signal(), Signal()
+        mt = {t: Signal(name=f"head_{t.name.lower()}") for t in checks}
+        m.d.sync += [is_load.eq(opcode == Opcode.LOAD), noop.eq(head.x_size == 0),
+                     gemm_ok.eq((opcode == Opcode.GEMM) & (hg.uop_end <= cfg.uop_depth)),
+                     alu_ok.eq((opcode == Opcode.ALU) & (ha.uop_end <= cfg.uop_depth)),
+                     *[sig.eq(head.memory_type == t) for t, sig in mt.items()]]
+        other = Signal()    # FINISH (fetch routes nothing else here)
+        m.d.sync += other.eq(~(opcode == Opcode.LOAD) & ~(opcode == Opcode.GEMM)
+                             & ~(opcode == Opcode.ALU))
+        load = is_load & ~noop
+        ok = {t: mt[t] & ~sram & ~dram for t, (sram, dram) in checks.items()}
+        sram_bad = Cat(*[mt[t] & sram for t, (sram, _d) in checks.items()]).any()
+        dram_bad = Cat(*[mt[t] & ~sram & dram for t, (sram, dram) in checks.items()]).any()
+        units = {"ld_uop": load & ok[MemType.UOP], "ld_acc": load & ok[MemType.ACC],
+                 "ld_acc8": load & ok[MemType.ACC_8BIT], "gemm": gemm_ok, "alu": alu_ok,
+                 "retire": (is_load & noop) | other, "loading": load & ~sram_bad & ~dram_bad,
+                 "sram_bad": (load & sram_bad) | ~is_load & ~other & ~gemm_ok & ~alu_ok,
+                 "dram_bad": load & dram_bad}
+        out = {}
+        for name, value in units.items():
+            sig = Signal(name=f"head_{name}")
+            m.d.comb += sig.eq(value)
+            out[name] = sig
+        return out

@@ -122,6 +122,7 @@ class VTACore(wiring.Component):
             m.d.comb += [
                 q.w_data.eq(fetch.q_data), q.w_en.eq(fetch.q_en[i]), fetch.q_rdy[i].eq(q.w_rdy),
                 mod.head.eq(q.r_data), mod.head_valid.eq(q.r_rdy), q.r_en.eq(mod.pop),
+                mod.head_valid_next.eq(q.r_rdy_next),
             ]
         load, compute, store = modules
         m.d.comb += [
@@ -129,8 +130,10 @@ class VTACore(wiring.Component):
             tok.push[1].eq(compute.push_g2l), tok.pop[1].eq(load.pop_g2l),
             tok.push[2].eq(compute.push_g2s), tok.pop[2].eq(store.pop_g2s),
             tok.push[3].eq(store.push_s2g), tok.pop[3].eq(compute.pop_s2g),
-            compute.l2g_avail.eq(tok.count[0] != 0), load.g2l_avail.eq(tok.count[1] != 0),
-            store.g2s_avail.eq(tok.count[2] != 0), compute.s2g_avail.eq(tok.count[3] != 0),
+            compute.l2g_avail_next.eq(tok.avail_next[0]),
+            load.g2l_avail_next.eq(tok.avail_next[1]),
+            store.g2s_avail_next.eq(tok.avail_next[2]),
+            compute.s2g_avail_next.eq(tok.avail_next[3]),
             load.l2g_overflow.eq(tok.overflow[0]), compute.g2l_overflow.eq(tok.overflow[1]),
             compute.g2s_overflow.eq(tok.overflow[2]), store.s2g_overflow.eq(tok.overflow[3]),
         ]

@@ -13,7 +13,7 @@ from isa.errors import ErrorCode
 from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import error_index, module_members, mux_ports, raise_error
+from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 
 __all__ = ["LoadModule"]
 
@@ -34,7 +34,7 @@ class LoadModule(wiring.Component):
         self._cfg = cfg
         super().__init__({
             **module_members(cfg),
-            "g2l_avail": In(1), "pop_g2l": Out(1), "push_l2g": Out(1), "l2g_overflow": In(1),
+            "g2l_avail_next": In(1), "pop_g2l": Out(1), "push_l2g": Out(1), "l2g_overflow": In(1),
             "inp_waddr": Out(cfg.log_inp_depth), "inp_wdata": Out(cfg.inp_elem_bits),
             "inp_wen": Out(1),
             "wgt_waddr": Out(cfg.log_wgt_depth), "wgt_wdata": Out(cfg.wgt_elem_bits),
@@ -80,27 +80,25 @@ class LoadModule(wiring.Component):
         # starts), so the start condition is a few gates on registers (Fmax).
         noop = Signal()
         m.d.sync += noop.eq(head.x_size == 0)
+        go = Signal()
         error_index(m, self, self.head.index, index)
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
                 # taken in every idle cycle (used once the instruction runs; the port's
                 # selection changes with no burst in flight): off the start condition's path
                 m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp)]
-                with m.If(self.head_valid & ~self.halt):
-                    with m.If(head.pop_next & ~self.g2l_avail):
-                        m.d.comb += self.blocked.eq(1)
+                with m.If(go):
+                    m.d.comb += self.pop_g2l.eq(head.pop_next)
+                    with m.If(noop):
+                        m.next = "RETIRE"
+                    with m.Elif(sram_bad):
+                        raise_error(m, self, ErrorCode.SRAM_RANGE)
+                    with m.Elif(dram_bad):
+                        raise_error(m, self, ErrorCode.DRAM_RANGE)
                     with m.Else():
-                        m.d.comb += [self.pop.eq(1), self.pop_g2l.eq(head.pop_next)]
-                        with m.If(noop):
-                            m.next = "RETIRE"
-                        with m.Elif(sram_bad):
-                            raise_error(m, self, ErrorCode.SRAM_RANGE)
-                        with m.Elif(dram_bad):
-                            raise_error(m, self, ErrorCode.DRAM_RANGE)
-                        with m.Else():
-                            m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
-                            m.next = "EXEC"
+                        m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
+                        m.next = "EXEC"
             with m.State("EXEC"):
                 with m.If(~inp.busy & ~wgt.busy):
                     m.next = "RETIRE"
@@ -109,6 +107,8 @@ class LoadModule(wiring.Component):
                 with m.If(insn.push_next & self.l2g_overflow):
                     raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
+        m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
+                                         needs=[(head.pop_next, self.g2l_avail_next)]))
         return m
 
 

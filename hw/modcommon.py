@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from isa.errors import ErrorCode
@@ -10,7 +10,8 @@ from isa.errors import ErrorCode
 from .fields import INDEX_BITS, queue_entry
 from .memport import MemPortSignature
 
-__all__ = ["module_members", "raise_error", "error_index", "mux_ports", "ERR_BITS"]
+__all__ = ["module_members", "start_decision", "raise_error", "error_index", "mux_ports",
+           "ERR_BITS"]
 
 ERR_BITS = 4
 
@@ -19,12 +20,36 @@ def module_members(cfg) -> dict:
     """Ports of a module towards its command queue, the token queues and the error latch."""
     return {
         "head": In(queue_entry()), "head_valid": In(1), "pop": Out(1),
+        "head_valid_next": In(1),   # head_valid in the next cycle (hw.queues.CommandQueue)
         "halt": In(1), "dram_size": In(32),
         "err": Out(1), "err_code": Out(ERR_BITS), "err_index": Out(INDEX_BITS),
         "idle": Out(1),      # in its IDLE state (between instructions)
         "blocked": Out(1),   # IDLE with a head instruction whose tokens are missing
         "port": Out(MemPortSignature(cfg)),
     }
+
+
+def start_decision(m: Module, comp, *, retire, needs) -> Signal:
+    """The module's start condition, ``idle & head_valid & ~halt & tokens``, from two
+    flip-flops: ``ready`` (idle, head valid, its tokens there) is computed a cycle ahead
+    from next-cycle values, and only ``halt`` joins it (Fmax, docs/hardware.md §12 step 17).
+
+    ``retire``: high in the state that returns to IDLE (the FSM is idle next cycle if it is
+    idle and does not start, or retiring). ``needs``: ``(head flag, avail_next)`` per token
+    the head pops if its flag is set (``hw.queues.TokenQueues.avail_next``, exact here: a
+    head valid next cycle was not popped now, so no token was). The head next cycle is the
+    head of now whenever ``head_valid_next`` is set (``hw.queues.CommandQueue``). Drives
+    ``pop`` and ``blocked`` (IDLE with a head whose tokens are missing); returns ``go``
+    (= ``pop``), every start of the cycle is ``go`` and registered decodes of the head."""
+    ready, stopped = Signal(name="ready"), Signal(name="stopped")
+    tokens_next = Cat(*[~flag | avail for flag, avail in needs]).all()
+    soon = Signal(name="head_soon")
+    m.d.comb += soon.eq(comp.head_valid_next & (comp.idle | retire))
+    m.d.sync += [ready.eq(soon & tokens_next), stopped.eq(soon & ~tokens_next)]
+    go = Signal(name="go")
+    m.d.comb += [go.eq(ready & ~comp.halt), comp.pop.eq(go),
+                 comp.blocked.eq(stopped & ~comp.halt)]
+    return go
 
 
 def raise_error(m: Module, comp, code: ErrorCode):

@@ -15,6 +15,10 @@ from .fields import queue_entry
 
 __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
+# r_rdy_next reads the settling shift's second-to-last stage, and it promises the module the
+# same head entry next cycle: both need two stages at least.
+assert HEAD_SETTLE >= 2, "hw.queues.CommandQueue.r_rdy_next needs HEAD_SETTLE >= 2"
+
 
 
 class CommandQueue(wiring.Component):
@@ -27,7 +31,10 @@ class CommandQueue(wiring.Component):
     register behind the FIFO's memory, and the module's pipelined checks of that entry
     (``hw.extent``) have settled by then. So *t* + 2 + HEAD_SETTLE, resp. *t* + 1 + HEAD_SETTLE.
     ``level`` counts every entry written and not yet read (including one not yet at the head);
-    one read and one write per cycle.
+    one read and one write per cycle. ``r_rdy`` is a register (the last stage of the
+    settling shift); ``r_rdy_next`` is its value in the next cycle, for a module that
+    decides a cycle ahead whether it starts (``hw.modcommon.start_decision``); once set it
+    says the head is the same entry as now (``HEAD_SETTLE`` ≥ 2).
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -35,7 +42,7 @@ class CommandQueue(wiring.Component):
         layout = queue_entry()
         super().__init__({
             "w_data": In(layout), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(layout), "r_en": In(1), "r_rdy": Out(1),
+            "r_data": Out(layout), "r_en": In(1), "r_rdy": Out(1), "r_rdy_next": Out(1),
             "level": Out(range(cfg.cmd_queue_depth + 1)),
         })
 
@@ -56,7 +63,10 @@ class CommandQueue(wiring.Component):
                                if HEAD_SETTLE > 1 else stay)
         head = Signal(queue_entry())
         m.d.sync += head.eq(fifo.r_data)
-        m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(fifo.r_rdy & settled[-1])]
+        # ``settled[-1]`` implies the FIFO's r_rdy (an entry not read stays), so r_rdy is the
+        # register itself (Fmax: the modules' start decision, docs/hardware.md §12 step 17).
+        m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(settled[-1]),
+                     self.r_rdy_next.eq(settled[-2] & ~self.r_en)]
         return m
 
 
@@ -66,6 +76,11 @@ class TokenQueues(wiring.Component):
     ``pop[i]``/``push[i]`` in cycle *t* change ``count[i]`` at the end of *t* (a simultaneous
     push and pop cancel out). ``overflow[i]`` is high (combinationally) in a cycle whose push
     would take the count past the depth: the core raises TOKEN_OVERFLOW and the count saturates.
+    ``avail[i]`` (``count[i] != 0``) is a register of its own; ``avail_next[i]`` says the
+    count is nonzero in the next cycle *unless the consumer pops now* (``avail | push``): the
+    consumer, the only one to pop, uses it to decide a cycle ahead whether it can start
+    (``hw.modcommon.start_decision``), a decision that never follows a pop of its own. A pop
+    only ever takes an available token.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -75,18 +90,25 @@ class TokenQueues(wiring.Component):
             "push": In(1).array(n), "pop": In(1).array(n),
             "count": Out(range(cfg.token_queue_depth + 1)).array(n),
             "overflow": Out(1).array(n),
+            "avail": Out(1).array(n), "avail_next": Out(1).array(n),
         })
 
     def elaborate(self, platform):
         m = Module()
         for i in range(len(TOKEN_QUEUES)):
             count = Signal(range(self._depth + 1), name=f"count_{TOKEN_QUEUES[i][0]}")
-            m.d.comb += self.count[i].eq(count)
-            with m.If(self.push[i] & ~self.pop[i]):
+            avail = Signal(name=f"avail_{TOKEN_QUEUES[i][0]}")
+            push, pop = self.push[i], self.pop[i]
+            m.d.comb += [self.count[i].eq(count), self.avail[i].eq(avail),
+                         self.avail_next[i].eq(avail | push)]
+            # one push or one pop: nonzero after a push, or after a pop from 2 or more
+            with m.If(push ^ pop):
+                m.d.sync += avail.eq(push | (count >= 2))
+            with m.If(push & ~pop):
                 with m.If(count == self._depth):
                     m.d.comb += self.overflow[i].eq(1)
                 with m.Else():
                     m.d.sync += count.eq(count + 1)
-            with m.Elif(self.pop[i] & ~self.push[i]):
+            with m.Elif(pop & ~push):
                 m.d.sync += count.eq(count - 1)
         return m

@@ -12,7 +12,7 @@ from isa.errors import ErrorCode
 from .dma import PREPARE_CYCLES, DmaWriter, _log2
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import error_index, module_members, raise_error
+from .modcommon import error_index, module_members, raise_error, start_decision
 
 __all__ = ["StoreModule"]
 
@@ -36,7 +36,7 @@ class StoreModule(wiring.Component):
         self._cfg = cfg
         super().__init__({
             **module_members(cfg),
-            "g2s_avail": In(1), "pop_g2s": Out(1), "push_s2g": Out(1), "s2g_overflow": In(1),
+            "g2s_avail_next": In(1), "pop_g2s": Out(1), "push_s2g": Out(1), "s2g_overflow": In(1),
             "out_raddr": Out(cfg.log_acc_depth), "out_ren": Out(1),
             "out_rdata": In(cfg.out_elem_bits),
         })
@@ -81,28 +81,26 @@ class StoreModule(wiring.Component):
                 m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1)]
 
         error_index(m, self, self.head.index, index)
-        with m.FSM():
+        go = Signal()
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
                 # taken in every idle cycle (used once the instruction runs; the OUT reader
                 # is idle): off the start condition's path (Fmax)
                 m.d.sync += [insn.eq(head), index.eq(self.head.index), raddr.eq(head.sram_base)]
-                with m.If(self.head_valid & ~self.halt):
-                    with m.If(head.pop_prev & ~self.g2s_avail):
-                        m.d.comb += self.blocked.eq(1)
+                with m.If(go):
+                    m.d.comb += self.pop_g2s.eq(head.pop_prev)
+                    with m.If(noop):
+                        m.next = "RETIRE"
+                    with m.Elif(sram_bad):
+                        raise_error(m, self, ErrorCode.SRAM_RANGE)
+                    with m.Elif(dram_bad):
+                        raise_error(m, self, ErrorCode.DRAM_RANGE)
+                    with m.Elif(no_rows):
+                        m.next = "RETIRE"
                     with m.Else():
-                        m.d.comb += [self.pop.eq(1), self.pop_g2s.eq(head.pop_prev)]
-                        with m.If(noop):
-                            m.next = "RETIRE"
-                        with m.Elif(sram_bad):
-                            raise_error(m, self, ErrorCode.SRAM_RANGE)
-                        with m.Elif(dram_bad):
-                            raise_error(m, self, ErrorCode.DRAM_RANGE)
-                        with m.Elif(no_rows):
-                            m.next = "RETIRE"
-                        with m.Else():
-                            m.d.comb += [writer.start.eq(1), row_start.eq(1)]
-                            m.next = "WAIT"
+                        m.d.comb += [writer.start.eq(1), row_start.eq(1)]
+                        m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~writer.busy):
                     m.next = "RETIRE"
@@ -111,4 +109,6 @@ class StoreModule(wiring.Component):
                 with m.If(insn.push_prev & self.s2g_overflow):
                     raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
+        m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
+                                         needs=[(head.pop_prev, self.g2s_avail_next)]))
         return m
