@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
@@ -91,6 +92,43 @@ def test_token_queues_count_and_overflow():
     run(dut, bench)
 
 
+@settings(derandomize=True, max_examples=25, deadline=None)
+@given(depth=st.sampled_from([1, 2, 3, 5]),
+       steps=st.lists(st.tuples(st.integers(0, 15), st.integers(0, 15)), min_size=1,
+                      max_size=60))
+def test_token_queues_registered_avail_follows_a_counter_model(depth, steps):
+    """``count``, ``overflow``, the registered ``avail`` (count ≠ 0) and ``avail_next`` (the
+    count is nonzero next cycle unless the consumer pops) against a Python counter under
+    random pushes and pops (a pop only takes an available token, as the consumer's start
+    decision guarantees)."""
+    cfg = load_config("tiny").replace(token_queue_depth=depth)
+    dut = TokenQueues(cfg)
+    n = len(dut.push)
+
+    async def bench(ctx):
+        model = [0] * n
+        for push_bits, pop_bits in steps:
+            pushes = [(push_bits >> i) & 1 for i in range(n)]
+            pops = [(pop_bits >> i) & 1 and model[i] > 0 for i in range(n)]
+            for i in range(n):
+                ctx.set(dut.push[i], pushes[i])
+                ctx.set(dut.pop[i], pops[i])
+            for i in range(n):
+                assert ctx.get(dut.count[i]) == model[i]
+                assert ctx.get(dut.avail[i]) == (model[i] != 0)
+                assert ctx.get(dut.overflow[i]) == (pushes[i] and not pops[i]
+                                                    and model[i] == depth)
+                after_push = min(model[i] + pushes[i], depth)
+                assert ctx.get(dut.avail_next[i]) == (after_push != 0)
+            await ctx.tick()
+            for i in range(n):
+                model[i] = min(model[i] + pushes[i] - pops[i], depth)
+        for i in range(n):
+            assert ctx.get(dut.count[i]) == model[i]
+            assert ctx.get(dut.avail[i]) == (model[i] != 0)
+    run(dut, bench)
+
+
 def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
     """Written in t into an empty queue → seen in t + 2 + HEAD_SETTLE; after a read in s the
     next entry is seen in s + 1 + HEAD_SETTLE (docs/hardware.md §4)."""
@@ -108,6 +146,33 @@ def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
             await ctx.tick()
         first = 2 + HEAD_SETTLE
         assert seen == [(first, 100), (first + 1 + HEAD_SETTLE, 101)]
+    run(dut, bench)
+
+
+def test_command_queue_announces_its_head_a_cycle_ahead():
+    """``r_rdy_next`` in t is ``r_rdy`` in t + 1, and the head then is the entry of t (what
+    a module's start decision computed a cycle ahead relies on), under random writes and
+    reads."""
+    dut = CommandQueue(load_config("tiny"))
+    rng = random.Random(5)
+
+    async def bench(ctx):
+        prev = None         # (r_rdy_next, r_data.index) of the cycle before
+        reads = 0
+        for t in range(400):
+            ctx.set(dut.w_en, rng.random() < 0.4)
+            ctx.set(dut.w_data.index, t)
+            rdy = ctx.get(dut.r_rdy)
+            ctx.set(dut.r_en, rdy and rng.random() < 0.5)
+            reads += ctx.get(dut.r_en)
+            index = ctx.get(dut.r_data.index)
+            if prev is not None:
+                assert prev[0] == rdy, t
+                if prev[0]:
+                    assert prev[1] == index, t
+            prev = (ctx.get(dut.r_rdy_next), index)
+            await ctx.tick()
+        assert reads > 20
     run(dut, bench)
 
 
