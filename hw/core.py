@@ -237,8 +237,7 @@ class VTACore(wiring.Component):
         queue or blocked on a token. MISSING_FINISH (index ``insn_count − 1``) when all is
         dispatched and empty, else DEADLOCK at the lowest blocked instruction index. The core
         latches it at the end of the cycle (``_control``)."""
-        levels = [q.level for q in queues]
-        empty = [mod.idle & (lvl == 0) for mod, lvl in zip(modules, levels)]
+        empty = [mod.idle & q.empty for mod, q in zip(modules, queues)]
         quiet = [e | mod.blocked for e, mod in zip(empty, modules)]
         all_quiet = Signal()
         all_empty = Signal()

@@ -30,11 +30,12 @@ class CommandQueue(wiring.Component):
     ``r_data``) only after it has sat at the head for ``HEAD_SETTLE`` cycles: ``r_data`` is a
     register behind the FIFO's memory, and the module's pipelined checks of that entry
     (``hw.extent``) have settled by then. So *t* + 2 + HEAD_SETTLE, resp. *t* + 1 + HEAD_SETTLE.
-    ``level`` counts every entry written and not yet read (including one not yet at the head);
-    one read and one write per cycle. ``r_rdy`` is a register (the last stage of the
-    settling shift); ``r_rdy_next`` is its value in the next cycle, for a module that
-    decides a cycle ahead whether it starts (``hw.modcommon.start_decision``); once set it
-    says the head is the same entry as now (``HEAD_SETTLE`` ≥ 2).
+    ``level`` counts every entry written and not yet read (including one not yet at the head),
+    ``empty`` (``level == 0``) is a register; one read and one write per cycle. ``r_rdy`` is
+    a register (the last stage of the settling shift); ``r_rdy_next`` is its value in the next
+    cycle, for a module that decides a cycle ahead whether it starts
+    (``hw.modcommon.start_decision``); once set it says the head is the same entry as now
+    (``HEAD_SETTLE`` ≥ 2).
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -43,7 +44,7 @@ class CommandQueue(wiring.Component):
         super().__init__({
             "w_data": In(layout), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(layout), "r_en": In(1), "r_rdy": Out(1), "r_rdy_next": Out(1),
-            "level": Out(range(cfg.cmd_queue_depth + 1)),
+            "level": Out(range(cfg.cmd_queue_depth + 1)), "empty": Out(1),
         })
 
     def elaborate(self, platform):
@@ -67,6 +68,12 @@ class CommandQueue(wiring.Component):
         # register itself (Fmax: the modules' start decision, docs/hardware.md §12 step 17).
         m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(settled[-1]),
                      self.r_rdy_next.eq(settled[-2] & ~self.r_en)]
+        # ``level == 0`` as a register (the core's DEADLOCK test reads it: Fmax)
+        empty = Signal(init=1)
+        wrote, read = fifo.w_en & fifo.w_rdy, self.r_en & fifo.r_rdy
+        with m.If(wrote ^ read):
+            m.d.sync += empty.eq(read & (fifo.level == 1))
+        m.d.comb += self.empty.eq(empty)
         return m
 
 
@@ -104,8 +111,13 @@ class TokenQueues(wiring.Component):
             # one push or one pop: nonzero after a push, or after a pop from 2 or more
             with m.If(push ^ pop):
                 m.d.sync += avail.eq(push | (count >= 2))
+            # ``count == depth`` as a register too: the overflow, an error that halts the
+            # modules, is then a gate on registers (Fmax)
+            full = Signal(name=f"full_{TOKEN_QUEUES[i][0]}")
+            with m.If(push ^ pop):
+                m.d.sync += full.eq(push & (count >= self._depth - 1))
             with m.If(push & ~pop):
-                with m.If(count == self._depth):
+                with m.If(full):
                     m.d.comb += self.overflow[i].eq(1)
                 with m.Else():
                     m.d.sync += count.eq(count + 1)

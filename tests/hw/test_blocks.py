@@ -151,8 +151,8 @@ def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
 
 def test_command_queue_announces_its_head_a_cycle_ahead():
     """``r_rdy_next`` in t is ``r_rdy`` in t + 1, and the head then is the entry of t (what
-    a module's start decision computed a cycle ahead relies on), under random writes and
-    reads."""
+    a module's start decision computed a cycle ahead relies on); the registered ``empty`` is
+    ``level == 0``; under random writes and reads."""
     dut = CommandQueue(load_config("tiny"))
     rng = random.Random(5)
 
@@ -166,6 +166,7 @@ def test_command_queue_announces_its_head_a_cycle_ahead():
             ctx.set(dut.r_en, rdy and rng.random() < 0.5)
             reads += ctx.get(dut.r_en)
             index = ctx.get(dut.r_data.index)
+            assert ctx.get(dut.empty) == (ctx.get(dut.level) == 0), t
             if prev is not None:
                 assert prev[0] == rdy, t
                 if prev[0]:
