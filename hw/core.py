@@ -171,7 +171,8 @@ class VTACore(wiring.Component):
         ]
         for unit in modules:
             m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
-        m.d.comb += [fetch.halt.eq(fetch_err | core_err_latched | done),
+        fetch_halt = Signal()       # fetch_err | core_err_latched | done, a register (below)
+        m.d.comb += [fetch.halt.eq(fetch_halt),
                      fetch.dram_size.eq(self.dram_size),
                      fetch.insn_addr.eq(self.insn_addr), fetch.insn_count.eq(self.insn_count),
                      fetch.start.eq(go), arb.halt.eq(arb_halt)]
@@ -191,20 +192,29 @@ class VTACore(wiring.Component):
         m.d.sync += halt_modules.eq(halt_modules | running & (best_valid | core_err | fetch.err
                                                               | modules[1].finish))
         with m.If(running & ~halt_modules & core_err):
-            m.d.sync += [core_err_latched.eq(1), err_code.eq(core_code),
-                         err_index.eq(core_index)]
-
+            m.d.sync += core_err_latched.eq(1)
         with m.If(running & ~done & fetch.err & ~fetch_err & ~core_err_latched):
-            m.d.sync += [fetch_err.eq(1), err_code.eq(fetch.err_code),
-                         err_index.eq(fetch.err_index)]
+            m.d.sync += fetch_err.eq(1)
+        # The error's code and index follow this cycle's candidate until one of the two
+        # flags is latched (fetch's error and the core's exclude each other: ``core_err``
+        # requires ``~fetch.err``), so their enable is a register, not the deep set
+        # conditions (Fmax, §12 step 17); they are read only once a flag is set.
+        with m.If(~fetch_err & ~core_err_latched):
+            m.d.sync += [err_code.eq(Mux(fetch.err, fetch.err_code, core_code)),
+                         err_index.eq(Mux(fetch.err, fetch.err_index, core_index))]
 
         with m.If(running & modules[1].finish & ~best_valid):
             m.d.sync += finish_seen.eq(1)
-        with m.If(running & ~done):
-            with m.If(failed & arb_halt & arb.idle):
-                m.d.sync += done.eq(1)
-            with m.If(finish_seen & ~mod_err & ~fetch_err & fetch.quiet):
-                m.d.sync += done.eq(1)
+        end = Signal()
+        m.d.comb += end.eq((failed & arb_halt & arb.idle)
+                           | (finish_seen & ~mod_err & ~fetch_err & fetch.quiet))
+        with m.If(running & ~done & end):
+            m.d.sync += done.eq(1)
+        # Fetch's halt as one register set with the first of its three sticky flags (each
+        # set condition reduced by the flags that imply the halt already): fetch's dispatch
+        # then starts from a flip-flop, not from an OR of three (Fmax, §12 step 17).
+        m.d.sync += fetch_halt.eq(fetch_halt | running & ((~halt_modules & core_err)
+                                                          | fetch.err | end))
         return {"running": running, "done": done}
 
     def _module_error(self, m, modules, running, done):

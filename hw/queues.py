@@ -48,12 +48,14 @@ class CommandQueue(wiring.Component):
         })
 
     def elaborate(self, platform):
+        assert self._depth >= 2, "CommandQueue's registered w_rdy models SyncFIFOBuffered's depth >= 2"
         m = Module()
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.w_data.as_value()),
                                                     depth=self._depth)
         m.d.comb += [
-            fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en), self.w_rdy.eq(fifo.w_rdy),
-            fifo.r_en.eq(self.r_en), self.level.eq(fifo.level),
+            fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en),
+            self.w_rdy.eq(self._w_rdy(m, fifo)), fifo.r_en.eq(self.r_en),
+            self.level.eq(fifo.level),
         ]
         # The FIFO's output holds while it is not read: ``settled`` shifts in "the same entry
         # as last cycle", and the head register copies it, so r_data equals it once settled.
@@ -75,6 +77,24 @@ class CommandQueue(wiring.Component):
             m.d.sync += empty.eq(read & (fifo.level == 1))
         m.d.comb += self.empty.eq(empty)
         return m
+
+    def _w_rdy(self, m, fifo):
+        """The FIFO's ``w_rdy`` (its inner memory, ``depth − 1`` entries, not full) as a
+        register loaded with its next value, so fetch's dispatch starts from a flip-flop
+        (Fmax). Equal to the FIFO's own in every cycle (the inner level is the level less
+        the output register's entry; the FIFO refills that register whenever it is empty or
+        read)."""
+        inner_depth = self._depth - 1
+        w_rdy = Signal(init=1)
+        inner = Signal(range(inner_depth + 1))
+        m.d.comb += inner.eq(fifo.level - fifo.r_rdy)
+        wrote = self.w_en & w_rdy
+        moved = (inner != 0) & (~fifo.r_rdy | self.r_en)
+        with m.If(wrote & ~moved):
+            m.d.sync += w_rdy.eq(inner != inner_depth - 1)
+        with m.Elif(moved & ~wrote):
+            m.d.sync += w_rdy.eq(1)
+        return w_rdy
 
 
 class TokenQueues(wiring.Component):

@@ -14,6 +14,7 @@ from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
 from hw.memport import MemArbiter, StreamSlice
 from hw.queues import CommandQueue, TokenQueues
+from sim.timing.queues import CommandQueue as TimingCommandQueue
 from isa.arch import HEAD_SETTLE
 from hw.uop_loop import UopLoop
 from isa.config import load_config
@@ -149,24 +150,35 @@ def test_command_queue_shows_an_entry_after_it_settled_at_the_head():
     run(dut, bench)
 
 
-def test_command_queue_announces_its_head_a_cycle_ahead():
+@pytest.mark.parametrize("depth", [2, 3, 6])
+def test_command_queue_announces_its_head_a_cycle_ahead(depth):
     """``r_rdy_next`` in t is ``r_rdy`` in t + 1, and the head then is the entry of t (what
     a module's start decision computed a cycle ahead relies on); the registered ``empty`` is
-    ``level == 0``; under random writes and reads."""
-    dut = CommandQueue(load_config("tiny"))
+    ``level == 0``; the registered ``w_rdy``, ``r_rdy`` and ``level`` equal the cycle
+    simulator's queue; under random writes and reads."""
+    cfg = load_config("tiny").replace(cmd_queue_depth=depth)
+    dut = CommandQueue(cfg)
+    model = TimingCommandQueue(cfg)
     rng = random.Random(5)
 
     async def bench(ctx):
         prev = None         # (r_rdy_next, r_data.index) of the cycle before
         reads = 0
         for t in range(400):
-            ctx.set(dut.w_en, rng.random() < 0.4)
+            w_en = rng.random() < 0.5
+            ctx.set(dut.w_en, w_en)
             ctx.set(dut.w_data.index, t)
             rdy = ctx.get(dut.r_rdy)
-            ctx.set(dut.r_en, rdy and rng.random() < 0.5)
-            reads += ctx.get(dut.r_en)
+            r_en = rdy and rng.random() < 0.4
+            ctx.set(dut.r_en, r_en)
+            reads += r_en
             index = ctx.get(dut.r_data.index)
             assert ctx.get(dut.empty) == (ctx.get(dut.level) == 0), t
+            assert (ctx.get(dut.w_rdy), rdy, ctx.get(dut.level)) == \
+                (model.w_rdy, model.ready, model.level), t
+            if rdy:
+                assert index == model.head, t
+            model.update(w_en, t, r_en)
             if prev is not None:
                 assert prev[0] == rdy, t
                 if prev[0]:
