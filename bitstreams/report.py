@@ -22,10 +22,16 @@ def _clock_name(net: str) -> str:
     return net
 
 
+def _clocks(pnr: dict) -> dict:
+    """nextpnr's report's clocks by design name: Fmax and constraint in MHz, nextpnr's net."""
+    return {_clock_name(net): {"fmax_mhz": round(float(f["achieved"]), 2),
+                               "target_mhz": round(float(f["constraint"]), 2), "net": net}
+            for net, f in pnr.get("fmax", {}).items()}
+
+
 def core_fmax(pnr: dict) -> float:
     """The core clock's Fmax in MHz from nextpnr's report (0 when it names none)."""
-    return max((round(float(f["achieved"]), 2) for net, f in pnr.get("fmax", {}).items()
-                if _clock_name(net) == CORE_CLOCK), default=0.0)
+    return _clocks(pnr).get(CORE_CLOCK, {}).get("fmax_mhz", 0.0)
 
 
 def critical_paths(pnr: dict) -> list:
@@ -64,11 +70,7 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
     for pnr_name, name in RESOURCES.items():
         u = util.get(pnr_name, {})
         resources[name] = [int(u.get("used", 0)), int(u.get("available", board.total(name)))]
-    clocks = {}
-    for net, f in pnr.get("fmax", {}).items():
-        clocks[_clock_name(net)] = {"fmax_mhz": round(float(f["achieved"]), 2),
-                                    "target_mhz": round(float(f["constraint"]), 2),
-                                    "net": net}
+    clocks = _clocks(pnr)
     return {
         "board": board.name, "device": board.device, "package": board.package,
         "speed_grade": board.speed, "config": {"name": cfg.name, **cfg.to_dict()},
