@@ -22,6 +22,7 @@ from isa.config import VTAConfig
 from .boards import Board
 from .errors import ToolError
 from .estimate import check_fit, config_estimate, synthesis_estimate
+from .levels import lut_levels
 from .progress import Progress, step_of
 from .report import make_report, summary_text
 from .tools import tool_env, tool_versions
@@ -174,6 +175,8 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     if synth_only:
         progress.done(f"synthesis fits: {synth}")
         return {"synthesis_estimate": synth}
+    progress.start("LUT4 levels between registers (the synthesised netlist)")
+    levels = lut_levels(json.loads((work / f"{NAME}.json").read_text()), worst=10)
 
     progress.start("place and route (nextpnr-ecp5)" if seeds == 1 else
                    f"place and route (nextpnr-ecp5, seeds {seed}-{seed + seeds - 1})")
@@ -186,7 +189,8 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
          progress, timeout)
 
     report = make_report(board, cfg, pnr, synth, top, seed=best, versions=versions,
-                         seconds=time.monotonic() - t0, seeds_fmax=fmax)
+                         seconds=time.monotonic() - t0, seeds_fmax=fmax,
+                         levels=levels)
     tmp = folder / f".{NAME}.bit.tmp"
     shutil.copyfile(work / f"{NAME}.bit", tmp)
     os.replace(tmp, folder / f"{NAME}.bit")
