@@ -73,12 +73,16 @@ class StoreModule(wiring.Component):
         m.d.sync += [area.eq(head.x_size * head.y_size), noop.eq(head.x_size == 0),
                      no_rows.eq(head.y_size == 0)]
         row_start = Signal()
+        # ``left != 0`` a register set with ``left`` (Fmax: the writer's ``inp.ready`` reaches
+        # the reader's enables through one gate, not a 32-bit OR); the reader starts only
+        # with x_size, y_size ≥ 1, so with ``area`` ≥ 1
+        more = Signal()
         with m.If(row_start):
-            m.d.sync += [left.eq(area), valid.eq(0)]
+            m.d.sync += [left.eq(area), more.eq(1), valid.eq(0)]
         with m.Elif(advance):
-            m.d.sync += valid.eq(left != 0)
-            with m.If(left != 0):
-                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1)]
+            m.d.sync += valid.eq(more)
+            with m.If(more):
+                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1), more.eq(left != 1)]
 
         error_index(m, self, self.head.index, index)
         with m.FSM():
