@@ -86,20 +86,22 @@ class _Walker:
         return addr >> self.lb, Mux(over, whole1, whole), over
 
     def _fit(self, beats, first):
-        """(burst, row end) of a row's remaining ``beats`` from beat ``first``: the burst
-        stops at the row's end or at the next ``M``-beat boundary. Expressions, not signals:
-        they are used under the callers' conditions, which must not gate them."""
+        """(burst, row end, burst is 1) of a row's remaining ``beats`` from beat ``first``:
+        the burst stops at the row's end or at the next ``M``-beat boundary. Expressions, not
+        signals: they are used under the callers' conditions, which must not gate them."""
         w = self.lm + 1
         room = (self.mb - first[:self.lm])[:w] if self.lm else Const(self.mb, w)
         hi = beats[w:]
         # beats ≤ room ≤ M: the high bits are zero and the low ones compare (a short chain)
         fits = ((hi == 0) if len(hi) else Const(1)) & (beats[:w] <= room)
-        return Mux(fits, beats[:w], room), fits
+        # ``burst == 1`` from the two candidates' compares, beside the choice (not after it)
+        one = Mux(fits, beats[:w] == 1, room == 1)
+        return Mux(fits, beats[:w], room), fits, one
 
     def _set(self, m, cur, left, fit_beats, first):
-        burst, fits = self._fit(fit_beats, first)
+        burst, fits, one = self._fit(fit_beats, first)
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
-                     self.row_end.eq(fits), self.one.eq(burst == 1)]
+                     self.row_end.eq(fits), self.one.eq(one)]
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
@@ -140,11 +142,11 @@ class _Walker:
                     "more": rows != 1, "_count_nz": count != 0,
                     "rows_nz": rows != 0}, "p1", registered=cycles == 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
-        burst, fits = self._fit(beats, first)
+        burst, fits, one = self._fit(beats, first)
         # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
         # ``go``: the transfer has data (rows and count ≠ 0), the engine's ``active`` at start
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits, "one": burst == 1,
+                    "row_end": fits, "one": one,
                     "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
                     "go": p1["rows_nz"] & p1["_count_nz"]},
                    "p2", registered=cycles >= 1)
@@ -350,8 +352,18 @@ class DmaWriter(wiring.Component):
         ahead_nz = Signal()
         first_beat = Signal(init=1)
         later_last = Signal()
+        # ``pending != depth`` and ``pending != 0`` as registers, chosen by the handshakes
+        # among compares of this cycle's ``pending`` (Fmax: ``wcmd.valid`` and ``busy`` leave
+        # flip-flops)
+        pending_room = Signal(init=1)
+        pending_nz = Signal()
+        with m.Switch(Cat(wcmd_fire, port.wr_ack)):
+            with m.Case(0b01):
+                m.d.sync += [pending_room.eq(pending != depth - 1), pending_nz.eq(1)]
+            with m.Case(0b10):
+                m.d.sync += [pending_room.eq(1), pending_nz.eq(pending != 1)]
         m.d.comb += [
-            port.wcmd.valid.eq(iw.nz & (pending != depth)),
+            port.wcmd.valid.eq(iw.nz & pending_room),
             port.wcmd.payload.addr.eq(iw.cur << iw.lb),
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
@@ -359,14 +371,14 @@ class DmaWriter(wiring.Component):
             wr_fire.eq(port.wr.valid & port.wr.ready),
             port.wr.payload.last.eq(Mux(first_beat, dw.one, later_last)),
             burst_done.eq(wr_fire & port.wr.payload.last),
-            self.busy.eq(iw.nz | active | (pending != 0)),
+            self.busy.eq(iw.nz | active | pending_nz),
         ]
         m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
                      ahead.eq(ahead + wcmd_fire - burst_done),
                      ahead_nz.eq(Mux(wcmd_fire == burst_done, ahead_nz,
                                      wcmd_fire | (ahead != 1)))]
         idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
-        m.d.comb += idle.eq(~(iw.nz | active | (pending != 0)))
+        m.d.comb += idle.eq(~(iw.nz | active | pending_nz))
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(idle):

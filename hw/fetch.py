@@ -19,7 +19,7 @@ from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
 from .memport import MemPortSignature
 from .modcommon import ERR_BITS
 
-__all__ = ["FetchModule", "QUEUE_NAMES"]
+__all__ = ["FetchModule", "HeadFIFO", "QUEUE_NAMES"]
 
 # QUEUE_NAMES: the command queues in the order of the fetch module's outputs (the stages).
 
@@ -28,6 +28,47 @@ def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
     """(instructions per full burst P, instruction-buffer depth 2P)."""
     per = max(1, cfg.max_burst_beats * cfg.bus_bytes // 16)
     return per, 2 * per
+
+
+class HeadFIFO(wiring.Component):
+    """A first-word-fall-through FIFO of ``depth`` entries whose head is a register: the same
+    ports and cycles as :class:`~amaranth.lib.fifo.SyncFIFO` (an entry written in cycle *t*
+    can be read from *t* + 1; ``level`` counts the entries), but ``r_data`` and ``r_rdy``
+    leave flip-flops, not the LUT-RAM's read multiplexer (Fmax: fetch's dispatch decision
+    starts from them). The entries behind the head wait in a ``SyncFIFO``; a write goes
+    straight to the head when nothing waits there and the head is empty or leaves."""
+
+    def __init__(self, width: int, depth: int):
+        self._depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.body = body = SyncFIFO(width=len(self.w_data), depth=self._depth - 1)
+        do_write = Signal()
+        do_read = Signal()
+        refill = Signal()           # the head register loads this cycle
+        m.d.comb += [
+            self.w_rdy.eq(self.level != self._depth),
+            do_write.eq(self.w_en & self.w_rdy),
+            do_read.eq(self.r_en & self.r_rdy),
+            refill.eq(~self.r_rdy | self.r_en),
+            body.w_data.eq(self.w_data),
+            # the write waits behind the head unless the head takes it now
+            body.w_en.eq(do_write & (body.r_rdy | ~refill)),
+            body.r_en.eq(refill),
+        ]
+        with m.If(refill):
+            with m.If(body.r_rdy):
+                m.d.sync += [self.r_data.eq(body.r_data), self.r_rdy.eq(1)]
+            with m.Else():
+                m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(do_write)]
+        m.d.sync += self.level.eq(self.level + do_write - do_read)
+        return m
 
 
 class FetchModule(wiring.Component):
@@ -74,7 +115,7 @@ class FetchModule(wiring.Component):
         # arbiter's halt (docs/hardware.md §12). Timing is unchanged.
         entry = data.StructLayout({"word": 128, "target": range(3), "illegal": 1,
                                    "code": ERR_BITS})
-        m.submodules.buf = buf = SyncFIFO(width=entry.size, depth=depth)
+        m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth)
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
@@ -202,20 +243,24 @@ class FetchModule(wiring.Component):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
 
         The launch's values (present from the cycle before ``start``) are checked and
-        ``insn_count − 1`` formed in reset-less registers loaded in every cycle, so no carry
+        ``insn_count − 2`` formed in reset-less registers loaded in every cycle, so no carry
         chain lies on the start condition or on the last dispatch (Fmax)."""
         insn_end = Signal(40)
         empty = Signal(reset_less=True)
         beyond = Signal(reset_less=True)
         last = Signal(32, reset_less=True)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
+        # ``index == insn_count − 1`` as a register set with ``index`` (from ``insn_count``
+        # compared with 1 and 2 in every cycle): the last dispatch reads no 32-bit compare
+        one = Signal(reset_less=True)
+        at_last = Signal()
         m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
-                     last.eq(self.insn_count - 1)]
+                     last.eq(self.insn_count - 2), one.eq(self.insn_count == 1)]
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += index.eq(0)
+                    m.d.sync += [index.eq(0), at_last.eq(one)]
                     with m.If(empty):
                         m.next = "END"
                     with m.Elif(beyond):
@@ -238,8 +283,8 @@ class FetchModule(wiring.Component):
                     with m.Elif(rdy):
                         m.d.comb += [self.q_en[i].eq(target == i) for i in range(3)]
                         m.d.comb += buf.r_en.eq(1)
-                        m.d.sync += index.eq(index + 1)
-                        with m.If(index == last):
+                        m.d.sync += [index.eq(index + 1), at_last.eq(index == last)]
+                        with m.If(at_last):
                             m.d.comb += run_end.eq(1)
                             m.d.sync += running.eq(0)
                             m.next = "END"

@@ -25,7 +25,7 @@ handshake to ``wr_ack``) in flight; a memory may accept fewer by holding ``ready
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -121,7 +121,13 @@ class MemArbiter(wiring.Component):
         tail = Signal(range(depth))
         reads = Signal(range(depth + 1))
         writes = Signal(range(depth + 1))
-        m.d.comb += self.idle.eq((reads == 0) & (writes == 0))
+        # ``reads != depth``, ``reads == 0`` and ``reads == 1`` as registers, chosen by the
+        # handshakes among compares of this cycle's ``reads``: ``rcmd``'s ``ready`` and the
+        # ``owner`` register's next value read no compare (Fmax)
+        reads_room = Signal(init=1)
+        reads_zero = Signal(init=1)
+        reads_one = Signal()
+        m.d.comb += self.idle.eq(reads_zero & (writes == 0))
 
         # Read commands: a registered grant (one-hot ``gnt``) picks the client connected to
         # the memory's ``rcmd``, so no client's ``valid`` reaches another's ``ready``. The
@@ -136,7 +142,7 @@ class MemArbiter(wiring.Component):
             with m.If(gnt[i]):
                 m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
         can_read = Signal()
-        m.d.comb += [can_read.eq(~self.halt & (reads != depth)),
+        m.d.comb += [can_read.eq(~self.halt & reads_room),
                      self.mem.rcmd.valid.eq(can_read & (gnt & req).any())]
         for i in range(n):
             m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
@@ -172,7 +178,14 @@ class MemArbiter(wiring.Component):
         after = Signal(n)           # one-hot of the tag behind the head
         fresh = Signal()            # a burst granted now would be at the head next cycle
         m.d.comb += [after.eq(1 << tags[_wrap_inc(head, depth)]),
-                     fresh.eq((reads == 0) | rd_done & (reads == 1))]
+                     fresh.eq(reads_zero | rd_done & reads_one)]
+        with m.Switch(Cat(rcmd_fire, rd_done)):
+            with m.Case(0b01):
+                m.d.sync += [reads_room.eq(reads != depth - 1), reads_zero.eq(0),
+                             reads_one.eq(reads_zero)]
+            with m.Case(0b10):
+                m.d.sync += [reads_room.eq(1), reads_zero.eq(reads_one),
+                             reads_one.eq(reads == 2)]
         m.d.sync += [reads.eq(reads + rcmd_fire - rd_done),
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
