@@ -367,16 +367,23 @@ class DmaWriter(wiring.Component):
             port.wcmd.payload.addr.eq(iw.cur << iw.lb),
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
-            data_ok.eq(active & ahead_nz),
             wr_fire.eq(port.wr.valid & port.wr.ready),
             port.wr.payload.last.eq(Mux(first_beat, dw.one, later_last)),
             burst_done.eq(wr_fire & port.wr.payload.last),
             self.busy.eq(iw.nz | active | pending_nz),
         ]
+        # ``data_ok`` (``active & ahead != 0``) a register too, from both next values
+        active_next = Signal()
+        ahead_nz_next = Signal()
+        m.d.comb += [
+            active_next.eq(Mux(self.start, pre["go"],
+                               active & ~(burst_done & dw.row_end & ~dw.more))),
+            ahead_nz_next.eq(Mux(wcmd_fire == burst_done, ahead_nz, wcmd_fire | (ahead != 1))),
+        ]
         m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
                      ahead.eq(ahead + wcmd_fire - burst_done),
-                     ahead_nz.eq(Mux(wcmd_fire == burst_done, ahead_nz,
-                                     wcmd_fire | (ahead != 1)))]
+                     active.eq(active_next), ahead_nz.eq(ahead_nz_next),
+                     data_ok.eq(active_next & ahead_nz_next)]
         idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
         m.d.comb += idle.eq(~(iw.nz | active | pending_nz))
         with m.If(wcmd_fire):
@@ -389,14 +396,12 @@ class DmaWriter(wiring.Component):
         # ``start`` comes only while idle, the beats only while active: neither gates the other
         with m.If(self.start):
             iw.start(m, pre)
-            m.d.sync += active.eq(pre["go"])
         with m.If(burst_done):
             dw.advance(m)
             m.d.sync += [beat.eq(0), first_beat.eq(1)]
-            with m.If(dw.row_end & ~dw.more):
-                m.d.sync += active.eq(0)
         with m.Elif(wr_fire):
-            m.d.sync += [beat.eq(beat + 1), first_beat.eq(0), later_last.eq(beat + 2 == dw.burst)]
+            m.d.sync += [beat.eq(beat + 1), first_beat.eq(0),
+                         later_last.eq(beat + 2 == dw.burst)]
 
         if eb >= bb:
             k = eb // bb
@@ -425,7 +430,6 @@ class DmaWriter(wiring.Component):
             cur_data = Signal(w)
             cur_strb = Signal(bb)
             m.d.comb += [
-                closes.eq((lane == per - 1) | last),
                 cur_data.eq(acc),
                 cur_strb.eq(strb),
             ]
@@ -439,19 +443,25 @@ class DmaWriter(wiring.Component):
                 port.wr.payload.strb.eq(cur_strb),
                 self.inp.ready.eq(data_ok & (~closes | port.wr.ready)),
             ]
+            # ``closes`` = ``lane == per − 1 | left == 1`` (the element completes a beat) a
+            # register, set from the next lane and ``last`` (a lane after a closing one is 0,
+            # or the next row's first one)
+            lane0 = (self.addr >> le)[:_log2(per)]
+            next_lane = (dw.next_row >> le)[:_log2(per)]
             with m.If(idle):
-                m.d.sync += [lane.eq((self.addr >> le)[:_log2(per)]),
+                m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | (self.count == 1)),
                              left.eq(self.count), last.eq(self.count == 1),
                              count_one.eq(self.count == 1), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
-                m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+                m.d.sync += [left.eq(left - 1), last.eq(left == 2),
+                             closes.eq(Mux(last, (next_lane == per - 1) | count_one,
+                                           ~closes & (lane == per - 2) | (left == 2)))]
                 with m.If(closes):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():
                     m.d.sync += [lane.eq(lane + 1), acc.eq(cur_data), strb.eq(cur_strb)]
                 with m.If(last):
-                    m.d.sync += [left.eq(count), last.eq(count_one),
-                                 lane.eq((dw.next_row >> le)[:_log2(per)])]
+                    m.d.sync += [left.eq(count), last.eq(count_one), lane.eq(next_lane)]
         return m
 
 
@@ -491,7 +501,12 @@ class TensorLoader(wiring.Component):
                                                  prepare_cycles=PREPARE_CYCLES)
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         insn = Signal(mem_insn())
-        r = Signal(24)       # row counter
+        # The row counter r is kept as r + 1 (``nr``), with the ROW cycle's tests of r as
+        # registers set with it (r == rows: ``ended``, a pad row: ``pad``): ROW's choice reads
+        # flip-flops, and the compares of ``nr`` run in the cycles before (Fmax)
+        nr = Signal(24)
+        ended = Signal()
+        pad = Signal()
         n = Signal(24)       # cells left in the current zero run / data run
         n_one = Signal()     # ``n == 1``, set with ``n`` (Fmax: the states' exits)
         sram_addr = Signal(ADDR_BITS)
@@ -526,30 +541,38 @@ class TensorLoader(wiring.Component):
         def start_data():
             set_n(insn.x_size)
 
+        def next_row():
+            m.d.sync += [nr.eq(nr + 1), ended.eq(nr == rows),
+                         pad.eq((nr < insn.y_pad_0) | (nr >= data_end))]
+            m.next = "ROW"
+
         def after_data():
             with m.If(insn.x_pad_1 != 0):
                 set_n(insn.x_pad_1)
                 m.next = "RPAD"
             with m.Else():
-                m.d.sync += r.eq(r + 1)
-                m.next = "ROW"
+                next_row()
 
         with m.FSM():
             with m.State("IDLE"):
                 # taken in every idle cycle, not only with `start`: the start condition
                 # then drives the state alone, not these registers' enables (Fmax)
                 f = self.insn
-                m.d.sync += [insn.eq(f), r.eq(0), sram_addr.eq(f.sram_base),
+                # (row 0's flags from the registers loaded the cycle before: the head sits
+                # there PREPARE_CYCLES cycles before ``start``)
+                m.d.sync += [insn.eq(f), nr.eq(1), sram_addr.eq(f.sram_base),
                              row_len.eq(f.x_pad_0 + f.x_size + f.x_pad_1),
                              rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
-                             data_end.eq(f.y_pad_0 + f.y_size)]
+                             data_end.eq(f.y_pad_0 + f.y_size),
+                             ended.eq(rows == 0),
+                             pad.eq((insn.y_pad_0 != 0) | (data_end == 0))]
                 with m.If(self.start):
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(r == rows):
+                with m.If(ended):
                     m.next = "IDLE"
-                with m.Elif((r < insn.y_pad_0) | (r >= data_end)):
+                with m.Elif(pad):
                     set_n(row_len)
                     m.next = "ZERO"
                 with m.Elif(insn.x_pad_0 != 0):
@@ -562,8 +585,7 @@ class TensorLoader(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
-                    m.d.sync += r.eq(r + 1)
-                    m.next = "ROW"
+                    next_row()
             with m.State("LPAD"):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
@@ -582,6 +604,5 @@ class TensorLoader(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
-                    m.d.sync += r.eq(r + 1)
-                    m.next = "ROW"
+                    next_row()
         return m

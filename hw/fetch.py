@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import STAGES as QUEUE_NAMES
@@ -35,8 +35,11 @@ class HeadFIFO(wiring.Component):
     ports and cycles as :class:`~amaranth.lib.fifo.SyncFIFO` (an entry written in cycle *t*
     can be read from *t* + 1; ``level`` counts the entries), but ``r_data`` and ``r_rdy``
     leave flip-flops, not the LUT-RAM's read multiplexer (Fmax: fetch's dispatch decision
-    starts from them). The entries behind the head wait in a ``SyncFIFO``; a write goes
-    straight to the head when nothing waits there and the head is empty or leaves."""
+    starts from them). The entries behind the head wait in a LUT-RAM ring; a write goes
+    straight to the head when nothing waits there and the head is empty or leaves. The ring
+    is written at its free slot in every writing cycle, whether or not the entry stays there
+    (only its pointer's advance waits for the read), so the late ``r_en`` reaches registers
+    only, not the LUT-RAM's write enable."""
 
     def __init__(self, width: int, depth: int):
         self._depth = depth
@@ -48,23 +51,42 @@ class HeadFIFO(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.body = body = SyncFIFO(width=len(self.w_data), depth=self._depth - 1)
-        do_write = Signal()
-        do_read = Signal()
-        refill = Signal()           # the head register loads this cycle
+        n = self._depth             # ring slots (it holds at most depth − 1: one is the head)
+        m.submodules.ring = ring = Memory(shape=len(self.w_data), depth=n, init=[])
+        wp, rp = ring.write_port(), ring.read_port(domain="comb")
+        produce = Signal(range(n))
+        consume = Signal(range(n))
+        waiting = Signal(range(n + 1))      # entries in the ring
+        some = Signal()                     # ``waiting != 0``, set with it
+        do_write, do_read, refill, to_ring, from_ring = (Signal(name=x) for x in (
+            "do_write", "do_read", "refill", "to_ring", "from_ring"))
+
+        def inc(v):
+            return Mux(v == n - 1, 0, v + 1)
+
         m.d.comb += [
             self.w_rdy.eq(self.level != self._depth),
             do_write.eq(self.w_en & self.w_rdy),
             do_read.eq(self.r_en & self.r_rdy),
-            refill.eq(~self.r_rdy | self.r_en),
-            body.w_data.eq(self.w_data),
-            # the write waits behind the head unless the head takes it now
-            body.w_en.eq(do_write & (body.r_rdy | ~refill)),
-            body.r_en.eq(refill),
+            refill.eq(~self.r_rdy | self.r_en),        # the head register loads this cycle
+            to_ring.eq(do_write & (some | ~refill)),   # the entry waits behind the head
+            from_ring.eq(refill & some),
+            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
+            rp.addr.eq(consume),
         ]
+        with m.If(to_ring):
+            m.d.sync += produce.eq(inc(produce))
+        with m.If(from_ring):
+            m.d.sync += consume.eq(inc(consume))
+        m.d.sync += waiting.eq(waiting + to_ring - from_ring)
+        with m.Switch(Cat(to_ring, from_ring)):
+            with m.Case(0b01):
+                m.d.sync += some.eq(1)
+            with m.Case(0b10):
+                m.d.sync += some.eq(waiting != 1)
         with m.If(refill):
-            with m.If(body.r_rdy):
-                m.d.sync += [self.r_data.eq(body.r_data), self.r_rdy.eq(1)]
+            with m.If(some):
+                m.d.sync += [self.r_data.eq(rp.data), self.r_rdy.eq(1)]
             with m.Else():
                 m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(do_write)]
         m.d.sync += self.level.eq(self.level + do_write - do_read)

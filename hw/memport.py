@@ -150,11 +150,13 @@ class MemArbiter(wiring.Component):
         rd_done = Signal()
         m.d.comb += [rcmd_fire.eq(self.mem.rcmd.valid & self.mem.rcmd.ready),
                      rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
-        ptr_next = Signal(range(n))
-        m.d.comb += ptr_next.eq(Mux(rcmd_fire, _wrap_inc(winner, n), ptr))
-        m.d.sync += ptr.eq(ptr_next)
-        with m.If(~((gnt & req).any() & ~rcmd_fire)):      # not a client waiting: re-pick
-            with m.Switch(ptr_next):
+        # The next grant: held while its client waits, else the first requester from the
+        # pointer after this cycle's handshake. Both picks (from ``ptr``, and from the winner's
+        # successor, the pointer after a handshake) are made from the requests in parallel,
+        # so the handshake only chooses between them (Fmax).
+        def pick(start, name):
+            first = Signal(n, name=name)
+            with m.Switch(start):
                 for p in range(n):
                     with m.Case(p):
                         order = [(p + j) % n for j in range(n)]
@@ -162,7 +164,16 @@ class MemArbiter(wiring.Component):
                             cond = req[i]
                             for k in order[:j]:
                                 cond = cond & ~req[k]
-                            m.d.sync += gnt[i].eq(cond)
+                            m.d.comb += first[i].eq(cond)
+            return first
+
+        after_fire = Signal(range(n))
+        m.d.comb += after_fire.eq(_wrap_inc(winner, n))
+        pick_hold, pick_fire = pick(ptr, "pick_hold"), pick(after_fire, "pick_fire")
+        with m.If(rcmd_fire):
+            m.d.sync += [ptr.eq(after_fire), gnt.eq(pick_fire)]
+        with m.Elif(~(gnt & req).any()):                    # not a client waiting: re-pick
+            m.d.sync += gnt.eq(pick_hold)
         with m.If(rcmd_fire):
             m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth))]
         with m.If(rd_done):

@@ -74,11 +74,12 @@ class StoreModule(wiring.Component):
                      no_rows.eq(head.y_size == 0)]
         row_start = Signal()
         # ``left != 0`` a register set with ``left`` (Fmax: the writer's ``inp.ready`` reaches
-        # the reader's enables through one gate, not a 32-bit OR); the reader starts only
-        # with x_size, y_size ≥ 1, so with ``area`` ≥ 1
+        # the reader's enables through one gate, not a 32-bit OR). ``left`` follows ``area``
+        # in every idle cycle; the start sets ``more`` alone (it starts only with x_size,
+        # y_size ≥ 1, so with ``area`` ≥ 1), so the start condition drives one flip-flop
         more = Signal()
-        with m.If(row_start):
-            m.d.sync += [left.eq(area), more.eq(1), valid.eq(0)]
+        with m.If(self.idle):
+            m.d.sync += [left.eq(area), more.eq(row_start), valid.eq(0)]
         with m.Elif(advance):
             m.d.sync += valid.eq(more)
             with m.If(more):
