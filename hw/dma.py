@@ -507,6 +507,10 @@ class TensorLoader(wiring.Component):
         nr = Signal(24)
         ended = Signal()
         pad = Signal()
+        # the row's first run length and the pads' tests, registered with the instruction:
+        # ``n``'s next value is a choice of registers (Fmax)
+        xp0_nz, xp1_nz = Signal(), Signal()
+        first_n = Signal(16)
         n = Signal(24)       # cells left in the current zero run / data run
         n_one = Signal()     # ``n == 1``, set with ``n`` (Fmax: the states' exits)
         sram_addr = Signal(ADDR_BITS)
@@ -547,8 +551,8 @@ class TensorLoader(wiring.Component):
             m.next = "ROW"
 
         def after_data():
-            with m.If(insn.x_pad_1 != 0):
-                set_n(insn.x_pad_1)
+            set_n(insn.x_pad_1)         # (unused when it is 0: ROW sets ``n`` again)
+            with m.If(xp1_nz):
                 m.next = "RPAD"
             with m.Else():
                 next_row()
@@ -565,21 +569,22 @@ class TensorLoader(wiring.Component):
                              rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
                              data_end.eq(f.y_pad_0 + f.y_size),
                              ended.eq(rows == 0),
-                             pad.eq((insn.y_pad_0 != 0) | (data_end == 0))]
+                             pad.eq((insn.y_pad_0 != 0) | (data_end == 0)),
+                             xp0_nz.eq(f.x_pad_0 != 0), xp1_nz.eq(f.x_pad_1 != 0),
+                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size))]
                 with m.If(self.start):
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
+                # ``n`` for the row's first run (unused when the rows have ended)
+                set_n(Mux(pad, row_len, first_n))
                 with m.If(ended):
                     m.next = "IDLE"
                 with m.Elif(pad):
-                    set_n(row_len)
                     m.next = "ZERO"
-                with m.Elif(insn.x_pad_0 != 0):
-                    set_n(insn.x_pad_0)
+                with m.Elif(xp0_nz):
                     m.next = "LPAD"
                 with m.Else():
-                    start_data()
                     m.next = "DATA"
             with m.State("ZERO"):
                 m.d.comb += self.busy.eq(1)
