@@ -90,13 +90,16 @@ class SdramMemory(wiring.Component):
         addr = Signal(self.geometry.port_addr_bits, name=f"{kind}_addr")
         left = Signal(LEN_BITS + self.ratio.bit_length(), name=f"{kind}_left")
         issued = Signal(name=f"{kind}_issued")
-        m.d.comb += cmd.ready.eq(self.ready & (left == 0) & can_take)
+        # `left != 0` as a register loaded with its next value: the command mux starts from
+        # flip-flops (Fmax)
+        busy = Signal(name=f"{kind}_busy")
+        m.d.comb += cmd.ready.eq(self.ready & ~busy & can_take)
         with m.If(cmd.valid & cmd.ready):
             m.d.sync += [addr.eq((cmd.payload.addr >> shift) << (shift - unit)),
-                         left.eq((cmd.payload.len + 1) * self.ratio)]
+                         left.eq((cmd.payload.len + 1) * self.ratio), busy.eq(1)]
         with m.Elif(issued):
-            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1)]
-        return left != 0, addr, issued
+            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), busy.eq(left != 1)]
+        return busy, addr, issued
 
     def _reads(self, m, nat):
         """Read bursts: native reads while the FIFO has room for them, words packed into beats.
@@ -130,9 +133,13 @@ class SdramMemory(wiring.Component):
                      rlens.r_en.eq(beat & (taken == rlens.r_data))]
         with m.If(beat):
             m.d.sync += taken.eq(Mux(taken == rlens.r_data, 0, taken + 1))
-        m.d.sync += [credit.eq(credit + issued - Mux(beat, ratio, 0)),
+        # `credit < depth × ratio` as a register loaded with its next value: no path from the
+        # credit's adder through the command mux back into it (Fmax)
+        credit_next = Signal.like(credit)
+        room = Signal(init=1)
+        m.d.comb += credit_next.eq(credit + issued - Mux(beat, ratio, 0))
+        m.d.sync += [credit.eq(credit_next), room.eq(credit_next < depth * ratio),
                      bursts.eq(bursts + rlens.w_en - rlens.r_en)]
-        room = credit < depth * ratio
         return (want & room, addr, issued), (bursts == 0) & (credit == 0) & ~want
 
     def _writes(self, m, nat):
@@ -147,8 +154,7 @@ class SdramMemory(wiring.Component):
         m.d.comb += [wfifo.w_en.eq(port.wr.valid), port.wr.ready.eq(wfifo.w_rdy),
                      wfifo.w_data.eq(Cat(port.wr.payload.data, port.wr.payload.strb,
                                          port.wr.payload.last))]
-        # words commanded and not yet written; ``part`` of the head beat's words are written
-        pending = Signal(range(depth * ratio + 1))
+        # ``part`` of the head beat's words are written
         part = Signal(range(ratio))
         head = wfifo.r_data
         taken = nat["wdata_ready"] & ~self._host_wr
@@ -161,11 +167,19 @@ class SdramMemory(wiring.Component):
             m.d.sync += part.eq(0 if ratio == 1 else part + 1)
             with m.If(part == ratio - 1):
                 m.d.sync += part.eq(0)
-        m.d.sync += [pending.eq(pending + issued - taken),
-                     bursts.eq(bursts + (port.wcmd.valid & port.wcmd.ready) - port.wr_ack)]
-        # words in the FIFO that no command has claimed yet
-        have = wfifo.level * ratio - part
-        return (want & (pending < have), addr, issued), (bursts == 0) & ~want
+        m.d.sync += bursts.eq(bursts + (port.wcmd.valid & port.wcmd.ready) - port.wr_ack)
+        # Words in the FIFO that no command has claimed yet (FIFO level × ratio − ``part``, less
+        # the words commanded and not yet written), kept as a counter: a beat entering adds
+        # ``ratio`` (the FIFO's level counts it from the next cycle), a command takes one. Its
+        # `!= 0` is a register loaded with the next value: the command mux starts from
+        # flip-flops, not from the FIFO's level through two carry chains (Fmax).
+        unclaimed = Signal(range(depth * ratio + 1))
+        unclaimed_next = Signal.like(unclaimed)
+        claimable = Signal()
+        m.d.comb += unclaimed_next.eq(unclaimed + Mux(wfifo.w_en & wfifo.w_rdy, ratio, 0)
+                                      - issued)
+        m.d.sync += [unclaimed.eq(unclaimed_next), claimable.eq(unclaimed_next != 0)]
+        return (want & claimable, addr, issued), (bursts == 0) & ~want
 
     def _host(self, m, nat, core_idle):
         """A host word as ``32 / port_bits`` native accesses once the core's traffic has
