@@ -65,6 +65,7 @@ class _Walker:
         self.rows_left = Signal(16, name=f"{name}_rows_left")
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
+        self.one = Signal(name=f"{name}_one")      # ``burst == 1``, set with it
         # ``left ≠ 0`` and ``rows_left ≠ 0`` as registers set with them: the command's
         # ``valid`` and the walker's own enables read no wide OR (Fmax)
         self.nz = Signal(name=f"{name}_nz")
@@ -85,20 +86,22 @@ class _Walker:
         return addr >> self.lb, Mux(over, whole1, whole), over
 
     def _fit(self, beats, first):
-        """(burst, row end) of a row's remaining ``beats`` from beat ``first``: the burst
-        stops at the row's end or at the next ``M``-beat boundary. Expressions, not signals:
-        they are used under the callers' conditions, which must not gate them."""
+        """(burst, row end, burst is 1) of a row's remaining ``beats`` from beat ``first``:
+        the burst stops at the row's end or at the next ``M``-beat boundary. Expressions, not
+        signals: they are used under the callers' conditions, which must not gate them."""
         w = self.lm + 1
         room = (self.mb - first[:self.lm])[:w] if self.lm else Const(self.mb, w)
         hi = beats[w:]
         # beats ≤ room ≤ M: the high bits are zero and the low ones compare (a short chain)
         fits = ((hi == 0) if len(hi) else Const(1)) & (beats[:w] <= room)
-        return Mux(fits, beats[:w], room), fits
+        # ``burst == 1`` from the two candidates' compares, beside the choice (not after it)
+        one = Mux(fits, beats[:w] == 1, room == 1)
+        return Mux(fits, beats[:w], room), fits, one
 
     def _set(self, m, cur, left, fit_beats, first):
-        burst, fits = self._fit(fit_beats, first)
+        burst, fits, one = self._fit(fit_beats, first)
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
-                     self.row_end.eq(fits)]
+                     self.row_end.eq(fits), self.one.eq(one)]
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
@@ -139,19 +142,23 @@ class _Walker:
                     "more": rows != 1, "_count_nz": count != 0,
                     "rows_nz": rows != 0}, "p1", registered=cycles == 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
-        burst, fits = self._fit(beats, first)
+        burst, fits, one = self._fit(beats, first)
         # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
+        # ``go``: the transfer has data (rows and count ≠ 0), the engine's ``active`` at start
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits, "nz": p1["rows_nz"] & (over | p1["_count_nz"])},
+                    "row_end": fits, "one": one,
+                    "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
+                    "go": p1["rows_nz"] & p1["_count_nz"]},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
                                              "_whole1", "_tail", "_count_nz")}}
 
     def load(self, m: Module, pre: dict):
-        """Every register from ``pre`` but ``nz``: done in every cycle the engine is idle, so
-        only ``nz`` (the engine's ``valid``) waits for ``start`` (Fmax: the start condition
-        drives one flip-flop's input, not the walker's multiplexers)."""
-        m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items() if name != "nz"]
+        """Every walker register from ``pre`` but ``nz``: done in every cycle the engine is
+        idle, so only ``nz`` (the engine's ``valid``) waits for ``start`` (Fmax: the start
+        condition drives one flip-flop's input, not the walker's multiplexers)."""
+        m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items()
+                     if name not in ("nz", "go")]
 
     def start(self, m: Module, pre: dict):
         m.d.sync += self.nz.eq(pre["nz"])
@@ -221,6 +228,11 @@ class DmaReader(wiring.Component):
         drow = Signal(_WIDE)          # byte address of the data row
         drows_left = Signal(16)
         left = Signal(self._count_bits)   # elements left in the data row
+        # ``left == 1``, ``count == 1`` and ``drows_left == 0`` as registers set with what they
+        # compare: the data side's enables and ``rd.ready`` read no wide compare (Fmax)
+        last = Signal()
+        count_one = Signal()
+        final_row = Signal()
         m.d.comb += [rd_fire.eq(port.rd.valid & port.rd.ready),
                      take.eq(self.out.valid & self.out.ready),
                      self.busy.eq(iw.nz | active),
@@ -234,16 +246,20 @@ class DmaReader(wiring.Component):
         with m.If(idle):
             iw.load(m, pre)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
-                         drows_left.eq(self.rows - 1), left.eq(self.count)]
+                         drows_left.eq(self.rows - 1), left.eq(self.count),
+                         count_one.eq(self.count == 1), last.eq(self.count == 1),
+                         final_row.eq(self.rows == 1)]
+        # ``start`` comes only while idle and ``take`` only while active: the two never meet,
+        # so neither gates the other (Fmax: the start condition reaches `nz` and `active` only)
         with m.If(self.start):
             iw.start(m, pre)
-            m.d.sync += active.eq((self.rows != 0) & (self.count != 0))
-        with m.Elif(take):
-            m.d.sync += left.eq(left - 1)
-            with m.If(left == 1):
-                m.d.sync += [left.eq(count), drow.eq(drow + stride),
-                             drows_left.eq(drows_left - 1)]
-                with m.If(drows_left == 0):
+            m.d.sync += active.eq(pre["go"])
+        with m.If(take):
+            m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+            with m.If(last):
+                m.d.sync += [left.eq(count), last.eq(count_one), drow.eq(drow + stride),
+                             drows_left.eq(drows_left - 1), final_row.eq(drows_left == 1)]
+                with m.If(final_row):
                     m.d.sync += active.eq(0)
 
         if eb >= bb:
@@ -271,14 +287,14 @@ class DmaReader(wiring.Component):
             m.d.comb += [
                 self.out.payload.eq(port.rd.payload.data.word_select(lane, eb * 8)),
                 self.out.valid.eq(port.rd.valid),
-                last_lane.eq((lane == per - 1) | (left == 1)),
+                last_lane.eq((lane == per - 1) | last),
                 port.rd.ready.eq(self.out.ready & last_lane),
                 nxt.eq(drow + stride),
             ]
             with m.If(idle):
                 m.d.sync += lane.eq((self.addr >> le)[:_log2(per)])
             with m.Elif(take):
-                m.d.sync += lane.eq(Mux(left == 1, (nxt >> le)[:_log2(per)],
+                m.d.sync += lane.eq(Mux(last, (nxt >> le)[:_log2(per)],
                                         Mux(last_lane, 0, lane + 1)))
         return m
 
@@ -330,37 +346,62 @@ class DmaWriter(wiring.Component):
         wcmd_fire = Signal()
         wr_fire = Signal()
         burst_done = Signal()
+        # registers for ``ahead != 0``, ``beat == 0`` and, from the second beat on,
+        # ``beat == burst − 1``, each set from the values it compares a cycle ahead: the data
+        # channel's ``valid``, ``last`` and the handshakes that follow read no compare (Fmax)
+        ahead_nz = Signal()
+        first_beat = Signal(init=1)
+        later_last = Signal()
+        # ``pending != depth`` and ``pending != 0`` as registers, chosen by the handshakes
+        # among compares of this cycle's ``pending`` (Fmax: ``wcmd.valid`` and ``busy`` leave
+        # flip-flops)
+        pending_room = Signal(init=1)
+        pending_nz = Signal()
+        with m.Switch(Cat(wcmd_fire, port.wr_ack)):
+            with m.Case(0b01):
+                m.d.sync += [pending_room.eq(pending != depth - 1), pending_nz.eq(1)]
+            with m.Case(0b10):
+                m.d.sync += [pending_room.eq(1), pending_nz.eq(pending != 1)]
         m.d.comb += [
-            port.wcmd.valid.eq(iw.nz & (pending != depth)),
+            port.wcmd.valid.eq(iw.nz & pending_room),
             port.wcmd.payload.addr.eq(iw.cur << iw.lb),
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
-            data_ok.eq(active & (ahead != 0)),
             wr_fire.eq(port.wr.valid & port.wr.ready),
-            port.wr.payload.last.eq(beat == dw.burst - 1),
+            port.wr.payload.last.eq(Mux(first_beat, dw.one, later_last)),
             burst_done.eq(wr_fire & port.wr.payload.last),
-            self.busy.eq(iw.nz | active | (pending != 0)),
+            self.busy.eq(iw.nz | active | pending_nz),
+        ]
+        # ``data_ok`` (``active & ahead != 0``) a register too, from both next values
+        active_next = Signal()
+        ahead_nz_next = Signal()
+        m.d.comb += [
+            active_next.eq(Mux(self.start, pre["go"],
+                               active & ~(burst_done & dw.row_end & ~dw.more))),
+            ahead_nz_next.eq(Mux(wcmd_fire == burst_done, ahead_nz, wcmd_fire | (ahead != 1))),
         ]
         m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
-                     ahead.eq(ahead + wcmd_fire - burst_done)]
+                     ahead.eq(ahead + wcmd_fire - burst_done),
+                     active.eq(active_next), ahead_nz.eq(ahead_nz_next),
+                     data_ok.eq(active_next & ahead_nz_next)]
         idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
-        m.d.comb += idle.eq(~(iw.nz | active | (pending != 0)))
+        m.d.comb += idle.eq(~(iw.nz | active | pending_nz))
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(idle):
             iw.load(m, pre)
             dw.load(m, pre)
-            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0)]
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
+                         first_beat.eq(1)]
+        # ``start`` comes only while idle, the beats only while active: neither gates the other
         with m.If(self.start):
             iw.start(m, pre)
-            m.d.sync += active.eq((self.rows != 0) & (self.count != 0))
-        with m.Elif(burst_done):
+        with m.If(burst_done):
             dw.advance(m)
-            m.d.sync += beat.eq(0)
-            with m.If(dw.row_end & ~dw.more):
-                m.d.sync += active.eq(0)
+            m.d.sync += [beat.eq(0), first_beat.eq(1)]
         with m.Elif(wr_fire):
-            m.d.sync += beat.eq(beat + 1)
+            m.d.sync += [beat.eq(beat + 1), first_beat.eq(0),
+                         later_last.eq(beat + 2 == dw.burst)]
 
         if eb >= bb:
             k = eb // bb
@@ -381,13 +422,14 @@ class DmaWriter(wiring.Component):
             per = bb // eb
             lane = Signal(range(per))
             left = Signal(self._count_bits)     # elements left in the row
+            last = Signal()                     # ``left == 1``, set with it (Fmax)
+            count_one = Signal()
             acc = Signal(w)
             strb = Signal(bb)
             closes = Signal()
             cur_data = Signal(w)
             cur_strb = Signal(bb)
             m.d.comb += [
-                closes.eq((lane == per - 1) | (left == 1)),
                 cur_data.eq(acc),
                 cur_strb.eq(strb),
             ]
@@ -401,17 +443,25 @@ class DmaWriter(wiring.Component):
                 port.wr.payload.strb.eq(cur_strb),
                 self.inp.ready.eq(data_ok & (~closes | port.wr.ready)),
             ]
+            # ``closes`` = ``lane == per − 1 | left == 1`` (the element completes a beat) a
+            # register, set from the next lane and ``last`` (a lane after a closing one is 0,
+            # or the next row's first one)
+            lane0 = (self.addr >> le)[:_log2(per)]
+            next_lane = (dw.next_row >> le)[:_log2(per)]
             with m.If(idle):
-                m.d.sync += [lane.eq((self.addr >> le)[:_log2(per)]),
-                             left.eq(self.count), acc.eq(0), strb.eq(0)]
+                m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | (self.count == 1)),
+                             left.eq(self.count), last.eq(self.count == 1),
+                             count_one.eq(self.count == 1), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
-                m.d.sync += left.eq(left - 1)
+                m.d.sync += [left.eq(left - 1), last.eq(left == 2),
+                             closes.eq(Mux(last, (next_lane == per - 1) | count_one,
+                                           ~closes & (lane == per - 2) | (left == 2)))]
                 with m.If(closes):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():
                     m.d.sync += [lane.eq(lane + 1), acc.eq(cur_data), strb.eq(cur_strb)]
-                with m.If(left == 1):
-                    m.d.sync += [left.eq(count), lane.eq((dw.next_row >> le)[:_log2(per)])]
+                with m.If(last):
+                    m.d.sync += [left.eq(count), last.eq(count_one), lane.eq(next_lane)]
         return m
 
 
@@ -451,8 +501,18 @@ class TensorLoader(wiring.Component):
                                                  prepare_cycles=PREPARE_CYCLES)
         wiring.connect(m, wiring.flipped(self.port), reader.port)
         insn = Signal(mem_insn())
-        r = Signal(24)       # row counter
+        # The row counter r is kept as r + 1 (``nr``), with the ROW cycle's tests of r as
+        # registers set with it (r == rows: ``ended``, a pad row: ``pad``): ROW's choice reads
+        # flip-flops, and the compares of ``nr`` run in the cycles before (Fmax)
+        nr = Signal(24)
+        ended = Signal()
+        pad = Signal()
+        # the row's first run length and the pads' tests, registered with the instruction:
+        # ``n``'s next value is a choice of registers (Fmax)
+        xp0_nz, xp1_nz = Signal(), Signal()
+        first_n = Signal(16)
         n = Signal(24)       # cells left in the current zero run / data run
+        n_one = Signal()     # ``n == 1``, set with ``n`` (Fmax: the states' exits)
         sram_addr = Signal(ADDR_BITS)
         # the instruction's sums, registered with it: ROW compares registers (Fmax)
         row_len = Signal(24)
@@ -471,68 +531,83 @@ class TensorLoader(wiring.Component):
         if self._transform is not None:
             data = self._transform(data)
 
+        def set_n(value):
+            m.d.sync += [n.eq(value), n_one.eq(value == 1)]
+
+        def count_down():
+            m.d.sync += [n.eq(n - 1), n_one.eq(n == 2)]
+
         def write_zero():
             m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0)]
-            m.d.sync += [sram_addr.eq(sram_addr + 1), n.eq(n - 1)]
+            m.d.sync += sram_addr.eq(sram_addr + 1)
+            count_down()
 
         def start_data():
-            m.d.sync += n.eq(insn.x_size)
+            set_n(insn.x_size)
+
+        def next_row():
+            m.d.sync += [nr.eq(nr + 1), ended.eq(nr == rows),
+                         pad.eq((nr < insn.y_pad_0) | (nr >= data_end))]
+            m.next = "ROW"
 
         def after_data():
-            with m.If(insn.x_pad_1 != 0):
-                m.d.sync += n.eq(insn.x_pad_1)
+            set_n(insn.x_pad_1)         # (unused when it is 0: ROW sets ``n`` again)
+            with m.If(xp1_nz):
                 m.next = "RPAD"
             with m.Else():
-                m.d.sync += r.eq(r + 1)
-                m.next = "ROW"
+                next_row()
 
         with m.FSM():
             with m.State("IDLE"):
                 # taken in every idle cycle, not only with `start`: the start condition
                 # then drives the state alone, not these registers' enables (Fmax)
                 f = self.insn
-                m.d.sync += [insn.eq(f), r.eq(0), sram_addr.eq(f.sram_base),
+                # (row 0's flags from the registers loaded the cycle before: the head sits
+                # there PREPARE_CYCLES cycles before ``start``)
+                m.d.sync += [insn.eq(f), nr.eq(1), sram_addr.eq(f.sram_base),
                              row_len.eq(f.x_pad_0 + f.x_size + f.x_pad_1),
                              rows.eq(f.y_pad_0 + f.y_size + f.y_pad_1),
-                             data_end.eq(f.y_pad_0 + f.y_size)]
+                             data_end.eq(f.y_pad_0 + f.y_size),
+                             ended.eq(rows == 0),
+                             pad.eq((insn.y_pad_0 != 0) | (data_end == 0)),
+                             xp0_nz.eq(f.x_pad_0 != 0), xp1_nz.eq(f.x_pad_1 != 0),
+                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size))]
                 with m.If(self.start):
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(r == rows):
+                # ``n`` for the row's first run (unused when the rows have ended)
+                set_n(Mux(pad, row_len, first_n))
+                with m.If(ended):
                     m.next = "IDLE"
-                with m.Elif((r < insn.y_pad_0) | (r >= data_end)):
-                    m.d.sync += n.eq(row_len)
+                with m.Elif(pad):
                     m.next = "ZERO"
-                with m.Elif(insn.x_pad_0 != 0):
-                    m.d.sync += n.eq(insn.x_pad_0)
+                with m.Elif(xp0_nz):
                     m.next = "LPAD"
                 with m.Else():
-                    start_data()
                     m.next = "DATA"
             with m.State("ZERO"):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
-                with m.If(n == 1):
-                    m.d.sync += r.eq(r + 1)
-                    m.next = "ROW"
+                with m.If(n_one):
+                    next_row()
             with m.State("LPAD"):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
-                with m.If(n == 1):
+                with m.If(n_one):
                     start_data()
                     m.next = "DATA"
             with m.State("DATA"):
                 m.d.comb += [self.busy.eq(1), reader.out.ready.eq(1)]
                 with m.If(reader.out.valid):
                     m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(data)]
-                    m.d.sync += [sram_addr.eq(sram_addr + 1), n.eq(n - 1)]
-                    with m.If(n == 1):
+                    m.d.sync += sram_addr.eq(sram_addr + 1)
+                    count_down()
+                    with m.If(n_one):
                         after_data()
             with m.State("RPAD"):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
-                with m.If(n == 1):
-                    m.d.sync += r.eq(r + 1)
-                    m.next = "ROW"
+                with m.If(n_one):
+                    next_row()
         return m

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import STAGES as QUEUE_NAMES
@@ -19,7 +19,7 @@ from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
 from .memport import MemPortSignature
 from .modcommon import ERR_BITS
 
-__all__ = ["FetchModule", "QUEUE_NAMES"]
+__all__ = ["FetchModule", "HeadFIFO", "QUEUE_NAMES"]
 
 # QUEUE_NAMES: the command queues in the order of the fetch module's outputs (the stages).
 
@@ -28,6 +28,69 @@ def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
     """(instructions per full burst P, instruction-buffer depth 2P)."""
     per = max(1, cfg.max_burst_beats * cfg.bus_bytes // 16)
     return per, 2 * per
+
+
+class HeadFIFO(wiring.Component):
+    """A first-word-fall-through FIFO of ``depth`` entries whose head is a register: the same
+    ports and cycles as :class:`~amaranth.lib.fifo.SyncFIFO` (an entry written in cycle *t*
+    can be read from *t* + 1; ``level`` counts the entries), but ``r_data`` and ``r_rdy``
+    leave flip-flops, not the LUT-RAM's read multiplexer (Fmax: fetch's dispatch decision
+    starts from them). The entries behind the head wait in a LUT-RAM ring; a write goes
+    straight to the head when nothing waits there and the head is empty or leaves. The ring
+    is written at its free slot in every writing cycle, whether or not the entry stays there
+    (only its pointer's advance waits for the read), so the late ``r_en`` reaches registers
+    only, not the LUT-RAM's write enable."""
+
+    def __init__(self, width: int, depth: int):
+        self._depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+            "level": Out(range(depth + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._depth             # ring slots (it holds at most depth − 1: one is the head)
+        m.submodules.ring = ring = Memory(shape=len(self.w_data), depth=n, init=[])
+        wp, rp = ring.write_port(), ring.read_port(domain="comb")
+        produce = Signal(range(n))
+        consume = Signal(range(n))
+        waiting = Signal(range(n + 1))      # entries in the ring
+        some = Signal()                     # ``waiting != 0``, set with it
+        do_write, do_read, refill, to_ring, from_ring = (Signal(name=x) for x in (
+            "do_write", "do_read", "refill", "to_ring", "from_ring"))
+
+        def inc(v):
+            return Mux(v == n - 1, 0, v + 1)
+
+        m.d.comb += [
+            self.w_rdy.eq(self.level != self._depth),
+            do_write.eq(self.w_en & self.w_rdy),
+            do_read.eq(self.r_en & self.r_rdy),
+            refill.eq(~self.r_rdy | self.r_en),        # the head register loads this cycle
+            to_ring.eq(do_write & (some | ~refill)),   # the entry waits behind the head
+            from_ring.eq(refill & some),
+            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
+            rp.addr.eq(consume),
+        ]
+        with m.If(to_ring):
+            m.d.sync += produce.eq(inc(produce))
+        with m.If(from_ring):
+            m.d.sync += consume.eq(inc(consume))
+        m.d.sync += waiting.eq(waiting + to_ring - from_ring)
+        with m.Switch(Cat(to_ring, from_ring)):
+            with m.Case(0b01):
+                m.d.sync += some.eq(1)
+            with m.Case(0b10):
+                m.d.sync += some.eq(waiting != 1)
+        with m.If(refill):
+            with m.If(some):
+                m.d.sync += [self.r_data.eq(rp.data), self.r_rdy.eq(1)]
+            with m.Else():
+                m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(do_write)]
+        m.d.sync += self.level.eq(self.level + do_write - do_read)
+        return m
 
 
 class FetchModule(wiring.Component):
@@ -74,7 +137,7 @@ class FetchModule(wiring.Component):
         # arbiter's halt (docs/hardware.md §12). Timing is unchanged.
         entry = data.StructLayout({"word": 128, "target": range(3), "illegal": 1,
                                    "code": ERR_BITS})
-        m.submodules.buf = buf = SyncFIFO(width=entry.size, depth=depth)
+        m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth)
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
@@ -202,20 +265,24 @@ class FetchModule(wiring.Component):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
 
         The launch's values (present from the cycle before ``start``) are checked and
-        ``insn_count − 1`` formed in reset-less registers loaded in every cycle, so no carry
+        ``insn_count − 2`` formed in reset-less registers loaded in every cycle, so no carry
         chain lies on the start condition or on the last dispatch (Fmax)."""
         insn_end = Signal(40)
         empty = Signal(reset_less=True)
         beyond = Signal(reset_less=True)
         last = Signal(32, reset_less=True)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
+        # ``index == insn_count − 1`` as a register set with ``index`` (from ``insn_count``
+        # compared with 1 and 2 in every cycle): the last dispatch reads no 32-bit compare
+        one = Signal(reset_less=True)
+        at_last = Signal()
         m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
-                     last.eq(self.insn_count - 1)]
+                     last.eq(self.insn_count - 2), one.eq(self.insn_count == 1)]
 
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += index.eq(0)
+                    m.d.sync += [index.eq(0), at_last.eq(one)]
                     with m.If(empty):
                         m.next = "END"
                     with m.Elif(beyond):
@@ -238,8 +305,8 @@ class FetchModule(wiring.Component):
                     with m.Elif(rdy):
                         m.d.comb += [self.q_en[i].eq(target == i) for i in range(3)]
                         m.d.comb += buf.r_en.eq(1)
-                        m.d.sync += index.eq(index + 1)
-                        with m.If(index == last):
+                        m.d.sync += [index.eq(index + 1), at_last.eq(index == last)]
+                        with m.If(at_last):
                             m.d.comb += run_end.eq(1)
                             m.d.sync += running.eq(0)
                             m.next = "END"

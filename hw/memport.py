@@ -25,7 +25,7 @@ handshake to ``wr_ack``) in flight; a memory may accept fewer by holding ``ready
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -121,7 +121,13 @@ class MemArbiter(wiring.Component):
         tail = Signal(range(depth))
         reads = Signal(range(depth + 1))
         writes = Signal(range(depth + 1))
-        m.d.comb += self.idle.eq((reads == 0) & (writes == 0))
+        # ``reads != depth``, ``reads == 0`` and ``reads == 1`` as registers, chosen by the
+        # handshakes among compares of this cycle's ``reads``: ``rcmd``'s ``ready`` and the
+        # ``owner`` register's next value read no compare (Fmax)
+        reads_room = Signal(init=1)
+        reads_zero = Signal(init=1)
+        reads_one = Signal()
+        m.d.comb += self.idle.eq(reads_zero & (writes == 0))
 
         # Read commands: a registered grant (one-hot ``gnt``) picks the client connected to
         # the memory's ``rcmd``, so no client's ``valid`` reaches another's ``ready``. The
@@ -136,7 +142,7 @@ class MemArbiter(wiring.Component):
             with m.If(gnt[i]):
                 m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
         can_read = Signal()
-        m.d.comb += [can_read.eq(~self.halt & (reads != depth)),
+        m.d.comb += [can_read.eq(~self.halt & reads_room),
                      self.mem.rcmd.valid.eq(can_read & (gnt & req).any())]
         for i in range(n):
             m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
@@ -144,11 +150,13 @@ class MemArbiter(wiring.Component):
         rd_done = Signal()
         m.d.comb += [rcmd_fire.eq(self.mem.rcmd.valid & self.mem.rcmd.ready),
                      rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
-        ptr_next = Signal(range(n))
-        m.d.comb += ptr_next.eq(Mux(rcmd_fire, _wrap_inc(winner, n), ptr))
-        m.d.sync += ptr.eq(ptr_next)
-        with m.If(~((gnt & req).any() & ~rcmd_fire)):      # not a client waiting: re-pick
-            with m.Switch(ptr_next):
+        # The next grant: held while its client waits, else the first requester from the
+        # pointer after this cycle's handshake. Both picks (from ``ptr``, and from the winner's
+        # successor, the pointer after a handshake) are made from the requests in parallel,
+        # so the handshake only chooses between them (Fmax).
+        def pick(start, name):
+            first = Signal(n, name=name)
+            with m.Switch(start):
                 for p in range(n):
                     with m.Case(p):
                         order = [(p + j) % n for j in range(n)]
@@ -156,7 +164,16 @@ class MemArbiter(wiring.Component):
                             cond = req[i]
                             for k in order[:j]:
                                 cond = cond & ~req[k]
-                            m.d.sync += gnt[i].eq(cond)
+                            m.d.comb += first[i].eq(cond)
+            return first
+
+        after_fire = Signal(range(n))
+        m.d.comb += after_fire.eq(_wrap_inc(winner, n))
+        pick_hold, pick_fire = pick(ptr, "pick_hold"), pick(after_fire, "pick_fire")
+        with m.If(rcmd_fire):
+            m.d.sync += [ptr.eq(after_fire), gnt.eq(pick_fire)]
+        with m.Elif(~(gnt & req).any()):                    # not a client waiting: re-pick
+            m.d.sync += gnt.eq(pick_hold)
         with m.If(rcmd_fire):
             m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth))]
         with m.If(rd_done):
@@ -172,7 +189,14 @@ class MemArbiter(wiring.Component):
         after = Signal(n)           # one-hot of the tag behind the head
         fresh = Signal()            # a burst granted now would be at the head next cycle
         m.d.comb += [after.eq(1 << tags[_wrap_inc(head, depth)]),
-                     fresh.eq((reads == 0) | rd_done & (reads == 1))]
+                     fresh.eq(reads_zero | rd_done & reads_one)]
+        with m.Switch(Cat(rcmd_fire, rd_done)):
+            with m.Case(0b01):
+                m.d.sync += [reads_room.eq(reads != depth - 1), reads_zero.eq(0),
+                             reads_one.eq(reads_zero)]
+            with m.Case(0b10):
+                m.d.sync += [reads_room.eq(1), reads_zero.eq(reads_one),
+                             reads_one.eq(reads == 2)]
         m.d.sync += [reads.eq(reads + rcmd_fire - rd_done),
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]

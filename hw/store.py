@@ -73,12 +73,17 @@ class StoreModule(wiring.Component):
         m.d.sync += [area.eq(head.x_size * head.y_size), noop.eq(head.x_size == 0),
                      no_rows.eq(head.y_size == 0)]
         row_start = Signal()
-        with m.If(row_start):
-            m.d.sync += [left.eq(area), valid.eq(0)]
+        # ``left != 0`` a register set with ``left`` (Fmax: the writer's ``inp.ready`` reaches
+        # the reader's enables through one gate, not a 32-bit OR). ``left`` follows ``area``
+        # in every idle cycle; the start sets ``more`` alone (it starts only with x_size,
+        # y_size ≥ 1, so with ``area`` ≥ 1), so the start condition drives one flip-flop
+        more = Signal()
+        with m.If(self.idle):
+            m.d.sync += [left.eq(area), more.eq(row_start), valid.eq(0)]
         with m.Elif(advance):
-            m.d.sync += valid.eq(left != 0)
-            with m.If(left != 0):
-                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1)]
+            m.d.sync += valid.eq(more)
+            with m.If(more):
+                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1), more.eq(left != 1)]
 
         error_index(m, self, self.head.index, index)
         go = Signal()
