@@ -39,21 +39,26 @@ def mul_join(p_lo, p_hl, p_lh, width: int):
     return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
 
 
-def lane_result(op, a, b, r, lt, p_lo, p_hl, p_lh, width: int):
+def lane_result(op, a, b, r, lt, p_lo, p_hl, p_lh, width: int, fill=0, kill=0):
     """The second stage of a lane (from its registered outputs and operands): MUL's
     :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
-    sit in different cycles), ADD/SHR's ``r``."""
+    sit in different cycles), ADD/SHR's ``r`` — for SHR by ``width`` or more (``fill``: a
+    right shift, the sign of ``a``; ``kill``: a left shift, 0) its override, so the shift
+    amount's tests and the shifter sit side by side in the first stage, not in series."""
     pick_a = Mux(op == AluOp.MAX, ~lt, lt)
+    shr = Mux(fill, a[width - 1].replicate(width), Mux(kill, 0, r))
     return Mux(op == AluOp.MUL, mul_join(p_lo, p_hl, p_lh, width),
-               Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), r))
+               Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), shr))
 
 
 class AluLane(wiring.Component):
     """One lane's first stage on ``width``-bit two's complement values. Combinational.
 
-    ``r`` = ADD's or SHR's result (0 for the others). SHR: b ≥ 0 is an arithmetic right shift
-    (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD
-    keeps the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
+    ``r`` = ADD's result (the low ``width`` bits) or SHR's for an amount below ``width``
+    (0 for the others); SHR: b ≥ 0 is an arithmetic right shift, b < 0 a left shift by −b.
+    ``fill`` (SHR, b ≥ width: the sign fill) and ``kill`` (SHR, −b ≥ width: 0) flag the far
+    shifts, whose result :func:`lane_result` puts in place of ``r``. MIN/MAX give ``lt`` = a <
+    b for the second stage's select. MUL gives,
     with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_hl``, ``p_lh`` = the low
     width − h bits of a_hi · b_lo and a_lo · b_hi (each a multiplier's output alone, so on an
     FPGA a DSP's output goes straight into a register); :func:`mul_join` of the three is the
@@ -65,7 +70,7 @@ class AluLane(wiring.Component):
         self._w = width
         h = width // 2
         super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
-                          "r": Out(signed(width)), "lt": Out(1),
+                          "r": Out(signed(width)), "lt": Out(1), "fill": Out(1), "kill": Out(1),
                           "p_lo": Out(2 * h), "p_hl": Out(width - h), "p_lh": Out(width - h)})
 
     def elaborate(self, platform):
@@ -84,16 +89,9 @@ class AluLane(wiring.Component):
             with m.Case(AluOp.ADD):
                 m.d.comb += self.r.eq((a + b)[:w])
             with m.Case(AluOp.SHR):
-                with m.If(b >= 0):
-                    with m.If(right_far):
-                        m.d.comb += self.r.eq(a >> (w - 1))
-                    with m.Else():
-                        m.d.comb += self.r.eq(a >> b.as_unsigned()[:lw])
-                with m.Else():
-                    with m.If(left_far):
-                        m.d.comb += self.r.eq(0)
-                    with m.Else():
-                        m.d.comb += self.r.eq(left)
+                # the far tests beside the shifter (flags), not before its output
+                m.d.comb += [self.fill.eq(~b[-1] & right_far), self.kill.eq(b[-1] & left_far),
+                             self.r.eq(Mux(b[-1], left, a >> b.as_unsigned()[:lw]))]
         return m
 
     @staticmethod
@@ -181,31 +179,37 @@ class TensorAlu(wiring.Component):
         L = cfg.log_acc_depth
         m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         wd, ws = self._widths["dst"], self._widths["src"]
-        stall = Signal()
+        stall = Signal()        # a register: computed a cycle ahead (below)
         m.d.comb += loop.hold.eq(stall)
         d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
         u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
-        d2, s2, dover2, sover2 = Signal(wd + 1), Signal(ws + 1), Signal(), Signal()
+        d2, s2, bad = Signal(L), Signal(L), Signal()
         m.d.sync += [v[1].eq(Mux(stall, v[1], loop.valid) & ~self.err),
                      v[2].eq(Mux(stall, v[2], v[1]) & ~self.err)]
+        # S1: the indices (micro-op field + loop offset) and their range check, registered
+        # into S2 together, so S2's ``err`` is one AND of registers
+        sum_d, sum_s = Signal(wd + 1), Signal(ws + 1)
+        m.d.comb += [sum_d.eq(u.dst + d1), sum_s.eq(u.src + s1)]
         with m.If(~stall):
             m.d.sync += [d1.eq(loop.dst_off), s1.eq(loop.src_off),
                          dover1.eq(loop.dst_over), sover1.eq(loop.src_over),
                          u.eq(self.uop_rdata),
-                         d2.eq(u.dst + d1), s2.eq(u.src + s1),
-                         dover2.eq(dover1), sover2.eq(sover1)]
-        bad = Signal()
-        m.d.comb += [
-            # index ≥ depth (a power of two): the offset's flag or any bit above the address
-            bad.eq(dover2 | d2[L:].any() | (~use_imm & (sover2 | s2[L:].any()))),
-            self.err.eq(v[2] & bad),
-            self.acc_raddr.eq(d2), self.src_raddr.eq(s2),
-            # the micro-op in S3 (just ahead) writes what this one reads: wait one cycle
-            stall.eq(v[2] & v[3] & ((d[3] == d2[:L]) | (~use_imm & (d[3] == s2[:L])))),
-        ]
+                         d2.eq(sum_d), s2.eq(sum_s),
+                         # index ≥ depth (a power of two): the offset's flag or a bit above
+                         bad.eq(dover1 | sum_d[L:].any()
+                                | (~use_imm & (sover1 | sum_s[L:].any())))]
+        m.d.comb += [self.err.eq(v[2] & bad),
+                     self.acc_raddr.eq(d2), self.src_raddr.eq(s2)]
+        # The stall (the micro-op in S2 reads what the one in S3, just ahead, writes) as a
+        # register: in the cycle before, the reader is in S1 (its index is S1's sum) and the
+        # writer in S2; the writer moves on to S3 (valid, in range, not stalled itself) and
+        # the reader to S2 exactly when this cycle does not stall, so the register equals the
+        # test of S2's indices against S3's dst and ``UopLoop.hold`` comes from a flip-flop.
+        reads_ahead = (sum_d[:L] == d2[:L]) | (~use_imm & (sum_s[:L] == d2[:L]))
+        m.d.sync += stall.eq(~stall & v[1] & v[2] & ~bad & reads_ahead)
         self._s3 = Signal(L)
         m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
-        return d2[:L], s2[:L], bad
+        return d2, s2, bad
 
     def _selects(self, m, use_imm):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
@@ -281,10 +285,13 @@ class TensorAlu(wiring.Component):
             sl = slice(i * aw, (i + 1) * aw)
             m.d.comb += [lane.op.eq(op), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
             x6, lt6 = Signal(aw, name=f"x6_{i}"), Signal(name=f"lt6_{i}")
+            fill6, kill6 = Signal(name=f"fill6_{i}"), Signal(name=f"kill6_{i}")
             p_lo = Signal(2 * h, name=f"p_lo{i}")
             p_hl, p_lh = Signal(aw - h, name=f"p_hl{i}"), Signal(aw - h, name=f"p_lh{i}")
-            m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), p_lo.eq(lane.p_lo),
+            m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), fill6.eq(lane.fill), kill6.eq(lane.kill),
+                         p_lo.eq(lane.p_lo),
                          p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
-            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw))
+            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw,
+                                     fill6, kill6))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

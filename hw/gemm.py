@@ -92,18 +92,21 @@ class GemmCore(wiring.Component):
         m.d.sync += u.eq(self.uop_rdata)
         v2 = Signal()
         idx2 = {n: Signal(widths[n] + 1, name=f"{n}2") for n in names}
-        over2 = {n: Signal(name=f"{n}_over2") for n in names}
         m.d.sync += v2.eq(v1 & ~self.err)
+        # S1: the range check on the indices' sums, registered with them, so S2's ``err``
+        # (which stops the loop) is one AND of registers: index ≥ depth (a power of two) is
+        # the offset's flag or any bit above the address
+        sums = {n: getattr(u, n) + off1[n] for n in names}
         for n in names:
-            m.d.sync += [idx2[n].eq(getattr(u, n) + off1[n]), over2[n].eq(over1[n])]
+            m.d.sync += idx2[n].eq(sums[n])
         a2, s2, w2 = idx2["dst"], idx2["src"], idx2["wgt"]
-        # S2: range check, INP/WGT reads
+        log_depth = {"dst": cfg.log_acc_depth, "src": cfg.log_inp_depth,
+                     "wgt": cfg.log_wgt_depth}
+        past = {n: over1[n] | sums[n][log_depth[n]:].any() for n in names}
         bad = Signal()
+        m.d.sync += bad.eq(past["dst"] | (~reset & (past["src"] | past["wgt"])))
+        # S2: range check, INP/WGT reads
         m.d.comb += [
-            # index ≥ depth (a power of two): the offset's flag or any bit above the address
-            bad.eq(over2["dst"] | a2[cfg.log_acc_depth:].any()
-                   | (~reset & (over2["src"] | s2[cfg.log_inp_depth:].any()
-                                | over2["wgt"] | w2[cfg.log_wgt_depth:].any()))),
             self.err.eq(v2 & bad),
             self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
         ]

@@ -33,8 +33,8 @@ EXTREMES = [0, 1, -1, 2, -2, 7, 31, 32, 33, -31, -32, -33, 127, -128, 255, 1 << 
 
 
 class _LaneWithJoin(Elaboratable):
-    """The lane with its second stage (MUL's join, MIN/MAX's select) joined combinationally
-    (the pipeline registers between them)."""
+    """The lane with its second stage (MUL's join, MIN/MAX's select, SHR's far shifts) joined
+    combinationally (the pipeline registers between them)."""
 
     def __init__(self):
         self.lane = AluLane(32)
@@ -46,7 +46,7 @@ class _LaneWithJoin(Elaboratable):
         m.submodules.lane = lane = self.lane
         m.d.comb += self.r.eq(lane_result(lane.op, lane.a.as_unsigned(), lane.b.as_unsigned(),
                                           lane.r.as_unsigned(), lane.lt, lane.p_lo,
-                                          lane.p_hl, lane.p_lh, 32))
+                                          lane.p_hl, lane.p_lh, 32, lane.fill, lane.kill))
         return m
 
 
