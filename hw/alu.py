@@ -14,7 +14,7 @@ from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result",
-           "one_hot"]
+           "op_flags", "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -39,16 +39,25 @@ def mul_join(p_lo, p_hl, p_lh, width: int):
     return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
 
 
-def lane_result(op, a, b, r, lt, p_lo, p_hl, p_lh, width: int, fill=0, kill=0):
-    """The second stage of a lane (from its registered outputs and operands): MUL's
+def op_flags(op):
+    """The second stage's decode of an ALU opcode: (MUL, MIN or MAX, MAX) — for
+    :func:`lane_result`; the tensor ALU registers them with the instruction, so no opcode
+    compare sits in the forward path."""
+    return op == AluOp.MUL, (op == AluOp.MIN) | (op == AluOp.MAX), op == AluOp.MAX
+
+
+def lane_result(ops, a, b, r, lt, p_lo, p_hl, p_lh, width: int, fill=0, kill=0):
+    """The second stage of a lane (from its registered outputs and operands; ``ops``:
+    :func:`op_flags` of the opcode): MUL's
     :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
     sit in different cycles), ADD/SHR's ``r`` — for SHR by ``width`` or more (``fill``: a
     right shift, the sign of ``a``; ``kill``: a left shift, 0) its override, so the shift
     amount's tests and the shifter sit side by side in the first stage, not in series."""
-    pick_a = Mux(op == AluOp.MAX, ~lt, lt)
+    is_mul, is_minmax, is_max = ops
+    pick_a = Mux(is_max, ~lt, lt)
     shr = Mux(fill, a[width - 1].replicate(width), Mux(kill, 0, r))
-    return Mux(op == AluOp.MUL, mul_join(p_lo, p_hl, p_lh, width),
-               Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), shr))
+    return Mux(is_mul, mul_join(p_lo, p_hl, p_lh, width),
+               Mux(is_minmax, Mux(pick_a, a, b), shr))
 
 
 class AluLane(wiring.Component):
@@ -155,20 +164,26 @@ class TensorAlu(wiring.Component):
                   "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, f).eq(getattr(insn, f))
         op = Signal(3)
+        ops = tuple(Signal(name=n) for n in ("op_mul", "op_minmax", "op_max"))
         use_imm = Signal()
         imm = Signal(signed(cfg.acc_width))
-        with m.If(self.start):
+        with m.If(~self.busy):     # every idle cycle: the start cycle's value stays (Fmax)
             m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
+            m.d.sync += [f.eq(e) for f, e in zip(ops, op_flags(insn.alu_opcode))]
         L = cfg.log_acc_depth
         self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
         self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
-        d2, s2, bad = self._front(m, loop, use_imm)
+        self._d2, self._s2, bad = self._front(m, loop, use_imm)
         sel = self._selects(m, use_imm)
-        r7 = self._back(m, sel, op, use_imm, imm)
+        r7 = self._back(m, sel, (op, ops), use_imm, imm)
         v, d = self._v, self._d
         m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
                      self.uop_done.eq(v[7])]
-        m.d.comb += self.busy.eq(loop.valid | Cat(*v.values()).any())
+        # busy (loop.valid or any stage valid) as a register loaded with its next value: the
+        # loop runs after a start, each stage's valid is the one before it (or, stalled, its
+        # own) unless an error clears S0–S2
+        m.d.sync += self.busy.eq(self.start | ((loop.valid | v[1] | v[2]) & ~self.err)
+                                 | v[3] | v[4] | v[5] | v[6])
         return m
 
     def _front(self, m, loop, use_imm):
@@ -190,16 +205,19 @@ class TensorAlu(wiring.Component):
         # into S2 together, so S2's ``err`` is one AND of registers
         sum_d, sum_s = Signal(wd + 1), Signal(ws + 1)
         m.d.comb += [sum_d.eq(u.dst + d1), sum_s.eq(u.src + s1)]
+        # index ≥ depth (a power of two): the offset's flag or a bit above the address
+        bad1 = Signal()
+        m.d.comb += bad1.eq(dover1 | sum_d[L:].any() | (~use_imm & (sover1 | sum_s[L:].any())))
         with m.If(~stall):
             m.d.sync += [d1.eq(loop.dst_off), s1.eq(loop.src_off),
                          dover1.eq(loop.dst_over), sover1.eq(loop.src_over),
                          u.eq(self.uop_rdata),
                          d2.eq(sum_d), s2.eq(sum_s),
-                         # index ≥ depth (a power of two): the offset's flag or a bit above
-                         bad.eq(dover1 | sum_d[L:].any()
-                                | (~use_imm & (sover1 | sum_s[L:].any())))]
-        m.d.comb += [self.err.eq(v[2] & bad),
-                     self.acc_raddr.eq(d2), self.src_raddr.eq(s2)]
+                         bad.eq(bad1)]
+        # S2's err = v2 & bad, a register too (loaded with the next v2 & bad)
+        err = Signal()
+        m.d.sync += err.eq(~err & Mux(stall, v[2] & bad, v[1] & bad1))
+        m.d.comb += [self.err.eq(err), self.acc_raddr.eq(d2), self.src_raddr.eq(s2)]
         # The stall (the micro-op in S2 reads what the one in S3, just ahead, writes) as a
         # register: in the cycle before, the reader is in S1 (its index is S1's sum) and the
         # writer in S2; the writer moves on to S3 (valid, in range, not stalled itself) and
@@ -221,14 +239,18 @@ class TensorAlu(wiring.Component):
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
         self._last_valid, self._last_addr = Signal(), Signal(L)
-        ahead = [(v[5], d[5]), (v[6], d[6]), (v[7], d[7]), (self._last_valid, self._last_addr)]
+        # The index compares a cycle ahead, registered: S3's indices are S2's of the cycle
+        # before (d3, s3 follow d2, s2 in every cycle) and the stages from S4 on never hold,
+        # so what is in S5, S6, S7 and the last write then was in S4, S5, S6 and S7.
+        before = [(v[4], d[4]), (v[5], d[5]), (v[6], d[6]), (v[7], d[7])]
         names = ("join", "r7", "last", "last2", "ram")
         sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
                for side in "ab"}
-        for side, idx, off in (("a", d[3], C(0, 1)), ("b", self._s3, use_imm)):
+        for side, idx, off in (("a", self._d2, C(0, 1)), ("b", self._s2, use_imm)):
             older = off
-            for n, (vk, dk) in zip(names, ahead):
-                hit = vk & (dk == idx)
+            for n, (vk, dk) in zip(names, before):
+                hit = Signal(name=f"hit3_{side}_{n}")
+                m.d.sync += hit.eq(vk & (dk == idx))
                 m.d.sync += sel[side][n].eq(~older & hit)
                 older = older | hit
             m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
@@ -273,6 +295,7 @@ class TensorAlu(wiring.Component):
         :func:`lane_result`. Returns S6's result (combinational: the result register's input and
         S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
         in two cycles and every op takes both. ``op`` is constant through an instruction."""
+        op, ops = op
         aw = self._cfg.acc_width
         h = aw // 2
         r6 = Signal(len(a5))
@@ -291,7 +314,7 @@ class TensorAlu(wiring.Component):
             m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), fill6.eq(lane.fill), kill6.eq(lane.kill),
                          p_lo.eq(lane.p_lo),
                          p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
-            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw,
+            parts.append(lane_result(ops, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw,
                                      fill6, kill6))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

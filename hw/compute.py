@@ -199,28 +199,34 @@ class ComputeModule(wiring.Component):
         return m
 
     def _acc_write(self, m, acc_w, insn, loaders, gemm, alu):
-        """The ACC write port (and OUT's, the narrowed value) from the unit of the running
-        instruction: one unit writes at a time (the module runs an instruction to its last
-        write before it starts the next), so its address and data are chosen by one-hot
-        registers decoded from ``insn`` (loaded in the start cycle *s*, decoded in *s* + 1;
-        a loader's first write is in *s* + 2 at the earliest, a GEMM's or an ALU's later)
-        instead of by the units' write enables, which come through the loaders' handshakes;
-        the enable is the OR of theirs."""
+        """The ACC write port (and OUT's, the narrowed value). One unit writes at a time (the
+        module runs an instruction to its last write before it starts the next), so the
+        address and data are chosen by one-hot registers decoded from ``insn`` (loaded in the
+        start cycle *s*, decoded in *s* + 1), not by the units' write enables. A loader's
+        write (through its reader's handshake) is registered and lands a cycle late: its
+        first is in *s* + 2 at the earliest, its last at least two cycles before the next
+        instruction's start (RETIRE between) and three before any read of ACC, so no cycle
+        count moves; the GEMM's and the ALU's writes come from their result registers."""
         cfg = self._cfg
         ld_acc, ld_acc8 = loaders
         is_load = insn.opcode == Opcode.LOAD
-        units = [(is_load & (insn.memory_type == MemType.ACC), ld_acc.wr_addr, ld_acc.wr_data,
-                  ld_acc.wr_en),
-                 (is_load & (insn.memory_type == MemType.ACC_8BIT), ld_acc8.wr_addr,
-                  ld_acc8.wr_data, ld_acc8.wr_en),
-                 (insn.opcode == Opcode.GEMM, gemm.acc_waddr, gemm.acc_wdata, gemm.acc_wen),
-                 (insn.opcode == Opcode.ALU, alu.acc_waddr, alu.acc_wdata, alu.acc_wen)]
-        sel = [Signal(name=f"acc_w_sel{k}") for k in range(len(units))]
-        m.d.sync += [s.eq(u[0]) for s, u in zip(sel, units)]
+        flags = {"acc8": is_load & (insn.memory_type == MemType.ACC_8BIT),
+                 "load": is_load & ((insn.memory_type == MemType.ACC)
+                                    | (insn.memory_type == MemType.ACC_8BIT)),
+                 "gemm": insn.opcode == Opcode.GEMM, "alu": insn.opcode == Opcode.ALU}
+        sel = {k: Signal(name=f"acc_w_{k}") for k in flags}
+        m.d.sync += [sel[k].eq(v) for k, v in flags.items()]
+        ld_en, ld_addr, ld_data = (Signal(len(p), name=f"acc_ld_{n}") for n, p in (
+            ("en", acc_w.en), ("addr", acc_w.addr), ("data", acc_w.data)))
+        m.d.sync += [ld_en.eq(ld_acc.wr_en | ld_acc8.wr_en),
+                     ld_addr.eq(Mux(sel["acc8"], ld_acc8.wr_addr, ld_acc.wr_addr)),
+                     ld_data.eq(Mux(sel["acc8"], ld_acc8.wr_data, ld_acc.wr_data))]
+        units = [(sel["load"], ld_addr, ld_data), (sel["gemm"], gemm.acc_waddr, gemm.acc_wdata),
+                 (sel["alu"], alu.acc_waddr, alu.acc_wdata)]
         m.d.comb += [
-            acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, u[1]) for s, u in zip(sel, units)])),
-            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, u[2]) for s, u in zip(sel, units)])),
-            acc_w.en.eq(Cat(*[u[3] for u in units]).any()),
+            acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, a) for s, a, _ in units])),
+            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, d) for s, _, d in units])),
+            acc_w.en.eq(ld_en | gemm.acc_wen | alu.acc_wen),
             self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
             self.out_wen.eq(acc_w.en),
         ]

@@ -70,30 +70,36 @@ class UopLoop(wiring.Component):
                      self.last.eq(active & u_last & in_last & out_last)]
         offsets = [self._offset(m, n) for n in NAMES]
 
-        with m.If(self.start):
+        with m.If(~active):
+            # taken in every idle cycle, not only with ``start``: the start condition then
+            # drives ``active`` alone, not these registers' enables (Fmax)
             single_u = self.uop_bgn + 1 == self.uop_end
-            m.d.sync += [active.eq(1), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
+            m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
                          u.eq(self.uop_bgn), n_out.eq(self.iter_out), n_in.eq(self.iter_in),
                          i_in.eq(0), i_out.eq(0), u_last.eq(single_u), one_u.eq(single_u),
                          in_last.eq(self.iter_in == 1), one_in.eq(self.iter_in == 1),
                          out_last.eq(self.iter_out == 1)]
             for start, _, _ in offsets:
                 m.d.sync += start
-        with m.Elif(active & (self.stop | ~self.hold)):
-            with m.If(self.stop | self.last):
+        with m.Else():
+            with m.If(self.stop | (self.last & ~self.hold)):
                 m.d.sync += active.eq(0)
-            with m.Elif(~u_last):
-                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
-            with m.Elif(~in_last):
-                m.d.sync += [u.eq(bgn), u_last.eq(one_u),
-                             i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
-                for _, step_in, _ in offsets:
-                    m.d.sync += step_in
-            with m.Else():
-                m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
-                             i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
-                for _, _, step_out in offsets:
-                    m.d.sync += step_out
+            # the step's updates are enabled by registers alone (not by ``stop``, nor by
+            # ``last``): after the last step or a stop they change nothing that matters,
+            # the loop is inactive and every idle cycle loads the registers again
+            with m.If(active & ~self.hold):
+                with m.If(~u_last):
+                    m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
+                with m.Elif(~in_last):
+                    m.d.sync += [u.eq(bgn), u_last.eq(one_u),
+                                 i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
+                    for _, step_in, _ in offsets:
+                        m.d.sync += step_in
+                with m.Else():
+                    m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
+                                 i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
+                    for _, _, step_out in offsets:
+                        m.d.sync += step_out
         return m
 
     def _offset(self, m, n):

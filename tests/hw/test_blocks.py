@@ -7,7 +7,7 @@ import pytest
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
-from hw.alu import AluLane, lane_result
+from hw.alu import AluLane, lane_result, op_flags
 from hw.dma import PREPARE_CYCLES, DmaReader, DmaWriter
 from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
@@ -44,7 +44,7 @@ class _LaneWithJoin(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.lane = lane = self.lane
-        m.d.comb += self.r.eq(lane_result(lane.op, lane.a.as_unsigned(), lane.b.as_unsigned(),
+        m.d.comb += self.r.eq(lane_result(op_flags(lane.op), lane.a.as_unsigned(), lane.b.as_unsigned(),
                                           lane.r.as_unsigned(), lane.lt, lane.p_lo,
                                           lane.p_hl, lane.p_lh, 32, lane.fill, lane.kill))
         return m
