@@ -13,8 +13,8 @@ from isa.encoding import AluOp
 from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result",
-           "op_flags", "one_hot"]
+__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
+           "mul_join", "lane_result", "op_flags", "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -39,35 +39,44 @@ def mul_join(p_lo, p_hl, p_lh, width: int):
     return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
 
 
+#: The decoded opcode a lane takes (:func:`op_flags`), one bit each, in this order.
+OP_FLAGS = ("add", "shr", "mul", "minmax", "max")
+#: A lane's second-stage choices (one-hot, registered): ``a``, ``b`` (MIN/MAX), ``sum``
+#: (ADD), ``sh`` (SHR below the width), ``sign`` (SHR right by the width or more); none for a
+#: far left SHR (0) or MUL (the join, chosen by the instruction's MUL flag).
+PICKS = ("a", "b", "sum", "sh", "sign")
+
+
 def op_flags(op):
-    """The second stage's decode of an ALU opcode: (MUL, MIN or MAX, MAX) — for
-    :func:`lane_result`; the tensor ALU registers them with the instruction, so no opcode
-    compare sits in the forward path."""
-    return op == AluOp.MUL, (op == AluOp.MIN) | (op == AluOp.MAX), op == AluOp.MAX
+    """The decode of an ALU opcode as :data:`OP_FLAGS` bits (the tensor ALU registers them
+    with the instruction, so no opcode compare sits in a lane's paths)."""
+    return Cat(op == AluOp.ADD, op == AluOp.SHR, op == AluOp.MUL,
+               (op == AluOp.MIN) | (op == AluOp.MAX), op == AluOp.MAX)
 
 
-def lane_result(ops, a, b, r, lt, p_lo, p_hl, p_lh, width: int, fill=0, kill=0):
-    """The second stage of a lane (from its registered outputs and operands; ``ops``:
-    :func:`op_flags` of the opcode): MUL's
-    :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
-    sit in different cycles), ADD/SHR's ``r`` — for SHR by ``width`` or more (``fill``: a
-    right shift, the sign of ``a``; ``kill``: a left shift, 0) its override, so the shift
-    amount's tests and the shifter sit side by side in the first stage, not in series."""
-    is_mul, is_minmax, is_max = ops
-    pick_a = Mux(is_max, ~lt, lt)
-    shr = Mux(fill, a[width - 1].replicate(width), Mux(kill, 0, r))
-    return Mux(is_mul, mul_join(p_lo, p_hl, p_lh, width),
-               Mux(is_minmax, Mux(pick_a, a, b), shr))
+def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int):
+    """The second stage of a lane (from its registered outputs and operands): MUL's
+    :func:`mul_join` when ``is_mul``, else the one-hot ``pick`` (:data:`PICKS`) of ``a``,
+    ``b``, ``total`` (ADD), ``shifted`` (SHR) and ``a``'s sign (0 when none) — an AND-OR of
+    registers beside the join's add; the compare's carry chain and the shift tests are a
+    cycle before."""
+    picks = dict(zip(PICKS, pick))
+    return one_hot(width, [(is_mul, mul_join(p_lo, p_hl, p_lh, width)),
+                           (picks["a"], a), (picks["b"], b), (picks["sum"], total),
+                           (picks["sh"], shifted),
+                           (picks["sign"], a[width - 1].replicate(width))])
 
 
 class AluLane(wiring.Component):
     """One lane's first stage on ``width``-bit two's complement values. Combinational.
 
-    ``r`` = ADD's result (the low ``width`` bits) or SHR's for an amount below ``width``
-    (0 for the others); SHR: b ≥ 0 is an arithmetic right shift, b < 0 a left shift by −b.
-    ``fill`` (SHR, b ≥ width: the sign fill) and ``kill`` (SHR, −b ≥ width: 0) flag the far
-    shifts, whose result :func:`lane_result` puts in place of ``r``. MIN/MAX give ``lt`` = a <
-    b for the second stage's select. MUL gives,
+    ``ops``: :func:`op_flags` of the opcode. ``total`` = a + b (the low ``width`` bits),
+    ``shifted`` = SHR's result for an amount below ``width`` (b ≥ 0 an arithmetic right
+    shift, b < 0 a left shift by −b). ``pick`` (:data:`PICKS`, one-hot or none) tells
+    :func:`lane_result` what the result is: MIN/MAX's ``a`` or ``b`` by the compare a < b,
+    ADD's ``total``, SHR's ``shifted``, or for SHR by ``width`` or more the sign fill
+    (b ≥ width) or 0 (−b ≥ width) — the shift tests beside the shifter, not before its
+    output. MUL gives,
     with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_hl``, ``p_lh`` = the low
     width − h bits of a_hi · b_lo and a_lo · b_hi (each a multiplier's output alone, so on an
     FPGA a DSP's output goes straight into a register); :func:`mul_join` of the three is the
@@ -78,8 +87,9 @@ class AluLane(wiring.Component):
     def __init__(self, width: int):
         self._w = width
         h = width // 2
-        super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
-                          "r": Out(signed(width)), "lt": Out(1), "fill": Out(1), "kill": Out(1),
+        super().__init__({"ops": In(len(OP_FLAGS)), "a": In(signed(width)),
+                          "b": In(signed(width)), "total": Out(width), "shifted": Out(width),
+                          "pick": Out(len(PICKS)),
                           "p_lo": Out(2 * h), "p_hl": Out(width - h), "p_lh": Out(width - h)})
 
     def elaborate(self, platform):
@@ -87,34 +97,37 @@ class AluLane(wiring.Component):
         w = self._w
         h = w // 2
         a, b = self.a, self.b
+        f = dict(zip(OP_FLAGS, self.ops))
         ua, ub = a.as_unsigned(), b.as_unsigned()
         m.d.comb += [self.p_lo.eq(ua[:h] * ub[:h]),
                      self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
                      self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
-        right_far, left_far, left = self._shift_decode(a, b, w, lw)
-        m.d.comb += self.lt.eq(a < b)
-        with m.Switch(self.op):
-            with m.Case(AluOp.ADD):
-                m.d.comb += self.r.eq((a + b)[:w])
-            with m.Case(AluOp.SHR):
-                # the far tests beside the shifter (flags), not before its output
-                m.d.comb += [self.fill.eq(~b[-1] & right_far), self.kill.eq(b[-1] & left_far),
-                             self.r.eq(Mux(b[-1], left, a >> b.as_unsigned()[:lw]))]
+        right_far, left_far, near = self._shift_decode(a, b, w, lw)
+        fill, kill = ~b[-1] & right_far, b[-1] & left_far
+        m.d.comb += [self.total.eq(a + b), self.shifted.eq(near)]
+        take_a = f["max"] ^ (a < b)
+        m.d.comb += self.pick.eq(Cat(f["minmax"] & take_a, f["minmax"] & ~take_a, f["add"],
+                                     f["shr"] & ~fill & ~kill, f["shr"] & fill))
         return m
 
     @staticmethod
     def _shift_decode(a, b, w, lw):
-        """SHR's amount tests and its left shift (b < 0, −b < w) without a carry chain where
+        """SHR's amount tests and its result for |b| < w, without a carry chain where
         ``width`` is a power of two (every shipped configuration): b ≥ w is a high bit set;
         −b ≥ w (b < 0) is b below −(w − 1), i.e. not (high bits all ones and low bits
-        non-zero); a << −b is (a << 1) << ~b's low bits (−b − 1 = ~b), no negation."""
+        non-zero); both shifts are one funnel shift right by b's low bits — of (sign, a) for
+        b ≥ 0, of (a, 0) for b < 0 (by w + b: a left shift by −b), no negation and one
+        multiplexer tree."""
         if w != 1 << lw:
             nb = -b
-            return b >= w, nb >= w, (a << nb.as_unsigned()[:lw])[:w]
+            return b >= w, nb >= w, Mux(b[-1], (a << nb.as_unsigned()[:lw])[:w],
+                                        a >> b.as_unsigned()[:lw])
         ub = b.as_unsigned()
+        neg = b[-1]
+        funnel = Cat(Mux(neg, 0, a), Mux(neg, a, a[-1].replicate(w)))
         return (ub[lw:w - 1].any(), ~(ub[lw:].all() & ub[:lw].any()),
-                ((a << 1) << ~ub[:lw])[:w])
+                (funnel >> ub[:lw])[:w])
 
 
 class TensorAlu(wiring.Component):
@@ -163,19 +176,18 @@ class TensorAlu(wiring.Component):
         for f in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
                   "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, f).eq(getattr(insn, f))
-        op = Signal(3)
-        ops = tuple(Signal(name=n) for n in ("op_mul", "op_minmax", "op_max"))
+        ops = Signal(len(OP_FLAGS))
         use_imm = Signal()
         imm = Signal(signed(cfg.acc_width))
         with m.If(~self.busy):     # every idle cycle: the start cycle's value stays (Fmax)
-            m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
-            m.d.sync += [f.eq(e) for f, e in zip(ops, op_flags(insn.alu_opcode))]
+            m.d.sync += [ops.eq(op_flags(insn.alu_opcode)), use_imm.eq(insn.use_imm),
+                         imm.eq(insn.imm)]
         L = cfg.log_acc_depth
         self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
         self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
         self._d2, self._s2, bad = self._front(m, loop, use_imm)
         sel = self._selects(m, use_imm)
-        r7 = self._back(m, sel, (op, ops), use_imm, imm)
+        r7 = self._back(m, sel, ops, use_imm, imm)
         v, d = self._v, self._d
         m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
                      self.uop_done.eq(v[7])]
@@ -256,7 +268,7 @@ class TensorAlu(wiring.Component):
             m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
         return sel
 
-    def _back(self, m, sel, op, use_imm, imm):
+    def _back(self, m, sel, ops, use_imm, imm):
         """S3 ACC data registered → S4 operands → S5 lanes → S6 join → S7 write; returns S7's
         result register. S4's operands: by S3's selects, the data or a forward (S6's join,
         the result register, the last two writes) or the immediate."""
@@ -270,7 +282,7 @@ class TensorAlu(wiring.Component):
         # S3: the block RAMs' outputs straight into registers
         m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
         a5, b5 = Signal(bits), Signal(bits)
-        r6 = self._lanes(m, op, a5, b5)
+        r6 = self._lanes(m, ops, a5, b5)
 
         def operand(side, ram, extra=()):
             s = sel[side]
@@ -288,14 +300,13 @@ class TensorAlu(wiring.Component):
                      last_data.eq(r7), last2_data.eq(last_data)]
         return r7
 
-    def _lanes(self, m, op, a5, b5):
+    def _lanes(self, m, ops, a5, b5):
         """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
         MIN/MAX compare, MUL's three partial products, each a multiplier's output straight into
         a register) and the operands registered; S6:
         :func:`lane_result`. Returns S6's result (combinational: the result register's input and
         S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
         in two cycles and every op takes both. ``op`` is constant through an instruction."""
-        op, ops = op
         aw = self._cfg.acc_width
         h = aw // 2
         r6 = Signal(len(a5))
@@ -306,15 +317,15 @@ class TensorAlu(wiring.Component):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
             sl = slice(i * aw, (i + 1) * aw)
-            m.d.comb += [lane.op.eq(op), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
-            x6, lt6 = Signal(aw, name=f"x6_{i}"), Signal(name=f"lt6_{i}")
-            fill6, kill6 = Signal(name=f"fill6_{i}"), Signal(name=f"kill6_{i}")
+            m.d.comb += [lane.ops.eq(ops), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
+            sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
+            pick6 = Signal(len(PICKS), name=f"pick6_{i}")
             p_lo = Signal(2 * h, name=f"p_lo{i}")
             p_hl, p_lh = Signal(aw - h, name=f"p_hl{i}"), Signal(aw - h, name=f"p_lh{i}")
-            m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), fill6.eq(lane.fill), kill6.eq(lane.kill),
+            m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick),
                          p_lo.eq(lane.p_lo),
                          p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
-            parts.append(lane_result(ops, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw,
-                                     fill6, kill6))
+            parts.append(lane_result(ops[OP_FLAGS.index("mul")], a6[sl], b6[sl], sum6, sh6,
+                                     pick6, p_lo, p_hl, p_lh, aw))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

@@ -208,25 +208,24 @@ class ComputeModule(wiring.Component):
         instruction's start (RETIRE between) and three before any read of ACC, so no cycle
         count moves; the GEMM's and the ALU's writes come from their result registers."""
         cfg = self._cfg
-        ld_acc, ld_acc8 = loaders
         is_load = insn.opcode == Opcode.LOAD
-        flags = {"acc8": is_load & (insn.memory_type == MemType.ACC_8BIT),
-                 "load": is_load & ((insn.memory_type == MemType.ACC)
-                                    | (insn.memory_type == MemType.ACC_8BIT)),
-                 "gemm": insn.opcode == Opcode.GEMM, "alu": insn.opcode == Opcode.ALU}
-        sel = {k: Signal(name=f"acc_w_{k}") for k in flags}
-        m.d.sync += [sel[k].eq(v) for k, v in flags.items()]
-        ld_en, ld_addr, ld_data = (Signal(len(p), name=f"acc_ld_{n}") for n, p in (
-            ("en", acc_w.en), ("addr", acc_w.addr), ("data", acc_w.data)))
-        m.d.sync += [ld_en.eq(ld_acc.wr_en | ld_acc8.wr_en),
-                     ld_addr.eq(Mux(sel["acc8"], ld_acc8.wr_addr, ld_acc.wr_addr)),
-                     ld_data.eq(Mux(sel["acc8"], ld_acc8.wr_data, ld_acc.wr_data))]
-        units = [(sel["load"], ld_addr, ld_data), (sel["gemm"], gemm.acc_waddr, gemm.acc_wdata),
-                 (sel["alu"], alu.acc_waddr, alu.acc_wdata)]
+        flags = [is_load & (insn.memory_type == MemType.ACC),
+                 is_load & (insn.memory_type == MemType.ACC_8BIT),
+                 insn.opcode == Opcode.GEMM, insn.opcode == Opcode.ALU]
+        sel = [Signal(name=f"acc_w_sel{k}") for k in range(len(flags))]
+        m.d.sync += [s.eq(f) for s, f in zip(sel, flags)]
+        units, enables = [], [gemm.acc_wen, alu.acc_wen]
+        for k, ld in enumerate(loaders):
+            en, addr, data = (Signal(len(p), name=f"acc_ld{k}_{n}") for n, p in (
+                ("en", acc_w.en), ("addr", acc_w.addr), ("data", acc_w.data)))
+            m.d.sync += [en.eq(ld.wr_en), addr.eq(ld.wr_addr), data.eq(ld.wr_data)]
+            units.append((addr, data))
+            enables.append(en)
+        units += [(gemm.acc_waddr, gemm.acc_wdata), (alu.acc_waddr, alu.acc_wdata)]
         m.d.comb += [
-            acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, a) for s, a, _ in units])),
-            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, d) for s, _, d in units])),
-            acc_w.en.eq(ld_en | gemm.acc_wen | alu.acc_wen),
+            acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, a) for s, (a, _) in zip(sel, units)])),
+            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, d) for s, (_, d) in zip(sel, units)])),
+            acc_w.en.eq(Cat(*enables).any()),
             self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
             self.out_wen.eq(acc_w.en),
         ]
