@@ -138,13 +138,16 @@ class TensorAlu(wiring.Component):
     in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (7), where *s*(*j*) counts the micro-ops
     1 … *j* whose dst, or in vector mode src, equals the dst of the micro-op before them
     (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
-    micro-op read; S1 indices; S2 range check, ACC reads of dst (port A) and src (port B), the
-    stall test against S3 (all on registers); S3 the block RAMs' data registered, the operand
-    selects registered (which micro-op ahead, now in S5–S7 or the last write, writes the
-    entry); S4 operands registered (data or forwarded, the immediate folded in); S5
-    BATCH × BLOCK_OUT lanes compute MIN/MAX/ADD/SHR, and MUL's partial products of 16-bit
-    halves, into registers straight from the operand registers; S6 MUL's halves joined, every
-    op's result into a register; S7 write. A stalled micro-op stays in S2 a second cycle (S0
+    micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
+    index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
+    ``err``, the forward compares (against S4–S7) into registers; S3 the block RAMs' data
+    registered, the operand selects registered (which micro-op ahead, now in S5–S7 or the last
+    write, writes the entry); S4 operands registered (data or forwarded, the immediate folded
+    in); S5 BATCH × BLOCK_OUT lanes compute a + b, SHR's shift, MIN/MAX's compare and SHR's
+    far tests (as a one-hot pick of the result), and MUL's partial products of 16-bit halves,
+    into registers straight from the operand registers; S6 MUL's halves joined or the pick,
+    every op's result into a register; S7 write. ``busy``, ``err`` and the stall
+    (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays in S2 a second cycle (S0
     and S1 hold, its reads repeat) and a bubble enters S3, so a producer is always two or more
     stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
     (three) and the last two writes (four, five); the S2 read sees everything older. No op
@@ -301,12 +304,13 @@ class TensorAlu(wiring.Component):
         return r7
 
     def _lanes(self, m, ops, a5, b5):
-        """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
-        MIN/MAX compare, MUL's three partial products, each a multiplier's output straight into
-        a register) and the operands registered; S6:
-        :func:`lane_result`. Returns S6's result (combinational: the result register's input and
-        S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
-        in two cycles and every op takes both. ``op`` is constant through an instruction."""
+        """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (a + b, SHR's
+        shift, the one-hot pick, MUL's three partial products, each a multiplier's output
+        straight into a register) and the operands registered; S6: :func:`lane_result`.
+        Returns S6's result (combinational: the result register's input and S4's two-ahead
+        forward), so the multiply's halves, and the compare and its select, sit in two cycles
+        and every op takes both. ``ops`` (:func:`op_flags`) is constant through an
+        instruction."""
         aw = self._cfg.acc_width
         h = aw // 2
         r6 = Signal(len(a5))

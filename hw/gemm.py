@@ -23,8 +23,8 @@ class GemmCore(wiring.Component):
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
-    S2 range check, INP/WGT reads; S3 INP/WGT data registered, ACC read; S4 products
+    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
+    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data registered, ACC read; S4 products
     registered, ACC data registered (straight from the block RAM); S5 adder trees registered,
     ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
     write. Every block-RAM output goes straight into a register, and no multiplier shares a
@@ -32,7 +32,8 @@ class GemmCore(wiring.Component):
     before). The ACC read misses the writes of the four micro-ops ahead; they are forwarded as
     in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
     full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past its
-    buffer raises ``err`` (in S2) and stops issue.
+    buffer raises ``err`` (in S2) and stops issue. ``busy`` and ``err`` are registers loaded
+    with their next values, the instruction's fields are taken in every idle cycle.
     """
 
     def __init__(self, cfg: VTAConfig):
