@@ -22,6 +22,7 @@ from isa.config import VTAConfig
 from .boards import Board
 from .errors import ToolError
 from .estimate import check_fit, config_estimate, synthesis_estimate
+from .levels import lut_levels
 from .progress import Progress, step_of
 from .report import make_report, summary_text
 from .tools import tool_env, tool_versions
@@ -58,11 +59,22 @@ class _Job:
     label: str = ""
 
 
+@dataclass
+class _Running:
+    """A started job: its process, the file its output goes to, when it must have ended and how
+    far its own log has been followed."""
+    job: _Job
+    proc: subprocess.Popen
+    out: object
+    deadline: float
+    pos: int = 0
+
+
 def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
              timeout: float, parallel: int = 1) -> None:
     """Run ``jobs`` of ``tool``, at most ``parallel`` at a time, each bounded by ``timeout``;
     ToolError names the first that fails (the others are stopped)."""
-    waiting, running = list(jobs), []           # running: (job, proc, log file, deadline, pos)
+    waiting, running = list(jobs), []
     try:
         while waiting or running:
             while waiting and len(running) < parallel:
@@ -71,31 +83,30 @@ def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
                 fh = open(job.log, "w")
                 proc = subprocess.Popen(job.cmd, cwd=cwd, env=env, stdout=fh,
                                         stderr=subprocess.STDOUT)
-                running.append([job, proc, fh, time.monotonic() + timeout, 0])
-            for entry in list(running):
-                job, proc, fh, deadline, pos = entry
-                code = proc.poll()
-                entry[4] = _follow(tool, job, pos, progress)
-                if code is None and time.monotonic() > deadline:
-                    raise ToolError(f"{tool} ran longer than {timeout:g} s; see {job.log}")
+                running.append(_Running(job, proc, fh, time.monotonic() + timeout))
+            for run in list(running):
+                code = run.proc.poll()
+                run.pos = _follow(tool, run.job, run.pos, progress)
+                if code is None and time.monotonic() > run.deadline:
+                    raise ToolError(f"{tool} ran longer than {timeout:g} s; see {run.job.log}")
                 if code is None:
                     continue
-                fh.close()
-                running.remove(entry)
+                run.out.close()
+                running.remove(run)
                 if code:
-                    tail = "".join(job.log.read_text(errors="replace").splitlines(True)[-15:])
-                    raise ToolError(f"{tool} failed (exit {code}); the end of {job.log}:\n{tail}")
+                    tail = "".join(run.job.log.read_text(errors="replace").splitlines(True)[-15:])
+                    raise ToolError(f"{tool} failed (exit {code}); the end of {run.job.log}:\n{tail}")
             if running:
                 time.sleep(0.5)
     finally:
         # every tool killed before any is waited for: a second interrupt arriving while the
         # first one's cleanup waits must not leave a run orphaned
-        for _, proc, _, _, _ in running:
-            if proc.poll() is None:
-                proc.kill()
-        for _, proc, fh, _, _ in running:
-            proc.wait()
-            fh.close()
+        for run in running:
+            if run.proc.poll() is None:
+                run.proc.kill()
+        for run in running:
+            run.proc.wait()
+            run.out.close()
 
 
 def _follow(tool: str, job: _Job, pos: int, progress: Progress) -> int:
@@ -164,6 +175,8 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     if synth_only:
         progress.done(f"synthesis fits: {synth}")
         return {"synthesis_estimate": synth}
+    progress.start("LUT4 levels between registers (the synthesised netlist)")
+    levels = lut_levels(json.loads((work / f"{NAME}.json").read_text()), worst=10)
 
     progress.start("place and route (nextpnr-ecp5)" if seeds == 1 else
                    f"place and route (nextpnr-ecp5, seeds {seed}-{seed + seeds - 1})")
@@ -176,7 +189,8 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
          progress, timeout)
 
     report = make_report(board, cfg, pnr, synth, top, seed=best, versions=versions,
-                         seconds=time.monotonic() - t0, seeds_fmax=fmax)
+                         seconds=time.monotonic() - t0, seeds_fmax=fmax,
+                         levels=levels)
     tmp = folder / f".{NAME}.bit.tmp"
     shutil.copyfile(work / f"{NAME}.bit", tmp)
     os.replace(tmp, folder / f"{NAME}.bit")

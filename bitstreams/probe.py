@@ -26,6 +26,7 @@ from isa.config import load_config
 from isa.errors import InputError
 
 from .errors import ToolError
+from .levels import lut_levels
 from .tools import tool_env, tool_path
 
 __all__ = ["BLOCKS", "ComputeStandIn", "GemmWithBuffers", "RegisteredIO", "lut_levels", "probe",
@@ -222,58 +223,6 @@ def critical_path(log_text: str) -> list:
 
 #: Cells a path passes without ending: LUT4 counts one level; the wide-function multiplexers
 #: (PFUMX, L6MUX21) and carry cells (CCU2C) are passed at no level (fast, dedicated wires).
-_LEVELS = {"LUT4": 1, "PFUMX": 0, "L6MUX21": 0, "CCU2C": 0}
-
-
-def lut_levels(netlist: dict, top: str = "probe", worst: int = 5) -> dict:
-    """LUT4 levels of the longest combinational path into every input of a sequential or
-    block cell (flip-flop, block RAM, DSP) of Yosys' JSON ``netlist``: ``{"max": n,
-    "histogram": {levels: inputs}, "worst": [(levels, "cell.port"), ...]}``."""
-    module = netlist["modules"][top]
-    cells = module["cells"]
-    kind = {name: c["type"].rsplit("\\", 1)[-1] for name, c in cells.items()}
-    driver = {}
-    for name, c in cells.items():
-        for port, bits in c["connections"].items():
-            if c["port_directions"].get(port) == "output":
-                driver.update((b, name) for b in bits if isinstance(b, int))
-
-    def inputs(name):
-        c = cells[name]
-        return [b for port, bits in c["connections"].items()
-                if c["port_directions"].get(port) == "input" for b in bits if isinstance(b, int)]
-
-    depth = {}
-    for start in (n for n in cells if kind[n] in _LEVELS):
-        stack = [start]
-        while stack:                         # depth-first without recursion (long chains)
-            name = stack[-1]
-            feeds = [driver[b] for b in inputs(name) if kind.get(driver.get(b)) in _LEVELS]
-            todo = [f for f in feeds if f not in depth and f not in stack]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            depth[name] = _LEVELS[kind[name]] + max((depth.get(f, 0) for f in feeds), default=0)
-    ends = []
-    for name, c in cells.items():
-        if kind[name] in _LEVELS:
-            continue
-        for port, bits in c["connections"].items():
-            if c["port_directions"].get(port) != "input":
-                continue
-            levels = max((depth[driver[b]] for b in bits if isinstance(b, int)
-                          and driver.get(b) in depth), default=None)
-            if levels is not None:
-                ends.append((levels, f"{name}.{port}"))
-    ends.sort(key=lambda e: (-e[0], e[1]))
-    histogram = {}
-    for levels, _ in ends:
-        histogram[levels] = histogram.get(levels, 0) + 1
-    return {"max": ends[0][0] if ends else 0, "histogram": dict(sorted(histogram.items())),
-            "worst": ends[:worst]}
-
-
 def probe(block: str, config, work: Path, *, seed: int = 1, target_mhz: float = 100,
           timeout: float = 3000) -> dict:
     """Synthesise, place and route ``block`` of ``config`` (a name, file or VTAConfig) in

@@ -22,10 +22,16 @@ def _clock_name(net: str) -> str:
     return net
 
 
+def _clocks(pnr: dict) -> dict:
+    """nextpnr's report's clocks by design name: Fmax and constraint in MHz, nextpnr's net."""
+    return {_clock_name(net): {"fmax_mhz": round(float(f["achieved"]), 2),
+                               "target_mhz": round(float(f["constraint"]), 2), "net": net}
+            for net, f in pnr.get("fmax", {}).items()}
+
+
 def core_fmax(pnr: dict) -> float:
     """The core clock's Fmax in MHz from nextpnr's report (0 when it names none)."""
-    return max((round(float(f["achieved"]), 2) for net, f in pnr.get("fmax", {}).items()
-                if _clock_name(net) == CORE_CLOCK), default=0.0)
+    return _clocks(pnr).get(CORE_CLOCK, {}).get("fmax_mhz", 0.0)
 
 
 def critical_paths(pnr: dict) -> list:
@@ -56,19 +62,17 @@ VARIANTS = {"onchip": "on-chip DRAM (bring-up)",
 
 
 def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, seed: int,
-                versions: dict, seconds: float, seeds_fmax: dict | None = None) -> dict:
+                versions: dict, seconds: float, seeds_fmax: dict | None = None,
+                levels: dict | None = None) -> dict:
     """The report of the build placed and routed with ``seed``; ``seeds_fmax`` is every seed
-    tried with its core-clock Fmax (only ``seed`` when absent)."""
+    tried with its core-clock Fmax (only ``seed`` when absent); ``levels`` the synthesised
+    netlist's :func:`~bitstreams.levels.lut_levels` (left out when absent)."""
     util = pnr.get("utilization", {})
     resources = {}
     for pnr_name, name in RESOURCES.items():
         u = util.get(pnr_name, {})
         resources[name] = [int(u.get("used", 0)), int(u.get("available", board.total(name)))]
-    clocks = {}
-    for net, f in pnr.get("fmax", {}).items():
-        clocks[_clock_name(net)] = {"fmax_mhz": round(float(f["achieved"]), 2),
-                                    "target_mhz": round(float(f["constraint"]), 2),
-                                    "net": net}
+    clocks = _clocks(pnr)
     return {
         "board": board.name, "device": board.device, "package": board.package,
         "speed_grade": board.speed, "config": {"name": cfg.name, **cfg.to_dict()},
@@ -84,6 +88,10 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
         "seed": seed,
         "seeds": {str(k): v for k, v in (seeds_fmax or {seed: core_fmax(pnr)}).items()},
         "tools": versions, "build_seconds": round(seconds, 1),
+        **({"lut_levels": {"max": levels["max"],
+                           "histogram": {str(k): v for k, v in levels["histogram"].items()},
+                           "worst": [[n, end] for n, end in levels["worst"]]}}
+           if levels else {}),
     }
 
 
@@ -102,6 +110,11 @@ def summary_text(r: dict) -> str:
     for cp in r.get("critical_paths", []):
         lines += ["", f"critical path ({cp['delay_ns']} ns, {cp['logic_levels']} logic levels):",
                   f"  from {cp['start']}", f"  to   {cp['end']}"]
+    lv = r.get("lut_levels")
+    if lv:
+        lines += ["", f"LUT4 levels between registers: at most {lv['max']}; inputs per level "
+                  + ", ".join(f"{k}: {v}" for k, v in lv["histogram"].items())]
+        lines += [f"  {n} levels into {end}" for n, end in lv["worst"][:5]]
     tried = r.get("seeds", {})
     others = (f" (the fastest of seeds {', '.join(tried)}: "
               f"{', '.join(f'{v:.2f}' for v in tried.values())} MHz)" if len(tried) > 1 else "")

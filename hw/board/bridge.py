@@ -49,7 +49,13 @@ class UartBridge(wiring.Component):
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=8, depth=16)
         m.d.comb += [urx.rx.eq(self.rx), self.tx.eq(utx.tx),
                      fifo.w_data.eq(urx.data.payload), fifo.w_en.eq(urx.data.valid)]
-        byte, got = fifo.r_data, fifo.r_rdy
+        # The FSM takes its bytes from a one-entry register, refilled from the FIFO when empty:
+        # the FIFO's read enable comes from flip-flops only, not from the FSM's decode (a byte
+        # arrives every ~30 cycles at the fastest baud, so one byte every two cycles is plenty).
+        byte, got = Signal(8), Signal()
+        m.d.comb += fifo.r_en.eq(~got)
+        with m.If(fifo.r_rdy & ~got):
+            m.d.sync += [byte.eq(fifo.r_data), got.eq(1)]
 
         cmd = Signal(8)
         count = Signal(8)
@@ -57,6 +63,10 @@ class UartBridge(wiring.Component):
         shift = Signal(32)
         nbytes = Signal(range(5))
         idle = Signal(range(self._timeout + 1))
+        # The bus's strobe and direction are registers too (set with the transition into an
+        # access): the slaves' decode starts from flip-flops.
+        stb, we = Signal(), Signal()
+        m.d.comb += [self.bus.stb.eq(stb), self.bus.we.eq(we), self.bus.wdata.eq(shift)]
 
         # An idle timer that runs while a command waits for its next byte. `timed_out` is
         # `idle == timeout` as a register, loaded with the value that compare has in the next
@@ -69,15 +79,19 @@ class UartBridge(wiring.Component):
             m.d.sync += [idle.eq(idle + 1), timed_out.eq(idle == self._timeout - 1)]
 
         def take(m):
-            m.d.comb += [waiting.eq(1), fifo.r_en.eq(1)]
+            """Wait for a byte of the command; drop the command on a timeout. The byte is
+            consumed in the cycle the FSM sees it (``got``)."""
+            m.d.comb += waiting.eq(1)
+            with m.If(got):
+                m.d.sync += got.eq(0)
 
-        m.d.comb += self.bus.wdata.eq(shift)
         with m.FSM():
             with m.State("CMD"):
-                m.d.comb += fifo.r_en.eq(1)
-                with m.If(got & ((byte == H.CMD_WRITE) | (byte == H.CMD_READ))):
-                    m.d.sync += cmd.eq(byte)
-                    m.next = "LEN"
+                with m.If(got):
+                    m.d.sync += got.eq(0)
+                    with m.If((byte == H.CMD_WRITE) | (byte == H.CMD_READ)):
+                        m.d.sync += [cmd.eq(byte), we.eq(byte == H.CMD_WRITE)]
+                        m.next = "LEN"
             with m.State("LEN"):
                 take(m)
                 with m.If(timed_out):
@@ -98,12 +112,13 @@ class UartBridge(wiring.Component):
                         with m.Elif(cmd == H.CMD_WRITE):
                             m.next = "WDATA"
                         with m.Else():
+                            m.d.sync += stb.eq(1)
                             m.next = "READ"
             with m.State("WDATA"):
-                with m.If(nbytes == 0):
-                    m.d.comb += [self.bus.stb.eq(1), self.bus.we.eq(1)]
+                with m.If(stb):
                     with m.If(self.bus.ack):
-                        m.d.sync += [addr.eq(addr + 1), count.eq(count - 1), nbytes.eq(4)]
+                        m.d.sync += [stb.eq(0), addr.eq(addr + 1), count.eq(count - 1),
+                                     nbytes.eq(4)]
                         with m.If(count == 1):
                             m.next = "CMD"
                 with m.Else():
@@ -112,10 +127,11 @@ class UartBridge(wiring.Component):
                         m.next = "CMD"
                     with m.Elif(got):
                         m.d.sync += [shift.eq((shift << 8) | byte), nbytes.eq(nbytes - 1)]
+                        with m.If(nbytes == 1):
+                            m.d.sync += stb.eq(1)
             with m.State("READ"):
-                m.d.comb += self.bus.stb.eq(1)
                 with m.If(self.bus.ack):
-                    m.d.sync += [shift.eq(self.bus.rdata), nbytes.eq(4)]
+                    m.d.sync += [stb.eq(0), shift.eq(self.bus.rdata), nbytes.eq(4)]
                     m.next = "SEND"
             with m.State("SEND"):
                 m.d.comb += [utx.data.valid.eq(1), utx.data.payload.eq(shift[24:])]
@@ -126,5 +142,6 @@ class UartBridge(wiring.Component):
                         with m.If(count == 1):
                             m.next = "CMD"
                         with m.Else():
+                            m.d.sync += stb.eq(1)
                             m.next = "READ"
         return m

@@ -64,6 +64,20 @@ def test_report_lists_every_seed_tried():
     one = make_report(get_board("ulx3s-85f"), cfg, pnr, {}, Ulx3sTop(cfg), seed=7,
                       versions={}, seconds=1.0)
     assert one["seeds"] == {"7": 75.5} and "fastest" not in summary_text(one)
+    assert "lut_levels" not in one and "LUT4 levels" not in summary_text(one)
+
+
+def test_report_carries_the_netlists_lut_levels():
+    cfg = load_config("ecp5-small")
+    pnr = {"fmax": {"$glbnet$clk": {"achieved": 75.5, "constraint": 75.0}}}
+    levels = {"max": 3, "histogram": {1: 10, 3: 2}, "worst": [(3, "a.DI"), (3, "b.CE")]}
+    r = make_report(get_board("ulx3s-85f"), cfg, pnr, {}, Ulx3sTop(cfg), seed=1,
+                    versions={}, seconds=1.0, levels=levels)
+    assert json.loads(json.dumps(r))["lut_levels"] == {
+        "max": 3, "histogram": {"1": 10, "3": 2}, "worst": [[3, "a.DI"], [3, "b.CE"]]}
+    text = summary_text(r)
+    assert "LUT4 levels between registers: at most 3; inputs per level 1: 10, 3: 2" in text
+    assert "3 levels into b.CE" in text
 
 
 def test_a_failing_run_stops_the_others_and_names_its_log(tmp_path):

@@ -70,30 +70,3 @@ def test_compute_stand_in_answers_one_cycle_later_from_every_input():
         sim.run()
         k += 1
     assert len(seen) == n_in > 10 and all(seen)
-
-
-def test_lut_levels_count_lut4_between_registers():
-    """A hand-made netlist: FF a → LUT l1 → LUT l2 → PFUMX m → FF b.DI; a → LUT l3 → b.CE;
-    l1 → CCU2C c → LUT l4 → DP16KD d.ADA0 (wide multiplexers and carry cells add no level)."""
-    from bitstreams.probe import lut_levels
-
-    def cell(kind, ins, outs):
-        conns = {**{p: [b] for p, b in ins.items()}, **{p: [b] for p, b in outs.items()}}
-        dirs = {**{p: "input" for p in ins}, **{p: "output" for p in outs}}
-        return {"type": kind, "connections": conns, "port_directions": dirs}
-
-    cells = {
-        "a": cell("$paramod$1\\TRELLIS_FF", {"DI": 1}, {"Q": 2}),
-        "l1": cell("LUT4", {"A": 2}, {"Z": 3}),
-        "l2": cell("LUT4", {"A": 3, "B": 2}, {"Z": 4}),
-        "m": cell("PFUMX", {"ALUT": 4, "BLUT": 2}, {"Z": 5}),
-        "b": cell("$paramod$1\\TRELLIS_FF", {"DI": 5, "CE": 6}, {"Q": 1}),
-        "l3": cell("LUT4", {"A": 2}, {"Z": 6}),
-        "c": cell("CCU2C", {"A0": 3}, {"S0": 7}),
-        "l4": cell("LUT4", {"A": 7}, {"Z": 8}),
-        "d": cell("DP16KD", {"ADA0": 8, "CLKA": "x"}, {}),
-    }
-    got = lut_levels({"modules": {"probe": {"cells": cells}}}, worst=2)
-    assert got["max"] == 2
-    assert got["histogram"] == {1: 1, 2: 2}          # b.CE; b.DI and d.ADA0
-    assert got["worst"] == [(2, "b.DI"), (2, "d.ADA0")]
