@@ -147,9 +147,9 @@ class TensorAlu(wiring.Component):
     far tests (as a one-hot pick of the result), and MUL's partial products of 16-bit halves,
     into registers straight from the operand registers; S6 MUL's halves joined or the pick,
     every op's result into a register; S7 write. ``busy``, ``err`` and the stall
-    (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays in S2 a second cycle (S0
-    and S1 hold, its reads repeat) and a bubble enters S3, so a producer is always two or more
-    stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
+    (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays
+    in S2 a second cycle (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
+    producer is always two or more stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
     (three) and the last two writes (four, five); the S2 read sees everything older. No op
     shares a cycle with a forward of its own result, and no block-RAM output feeds logic
     before a register. Vector mode runs at the same rate because the ACC buffer has a second

@@ -24,9 +24,9 @@ class GemmCore(wiring.Component):
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
     for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
-    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data registered, ACC read; S4 products
-    registered, ACC data registered (straight from the block RAM); S5 adder trees registered,
-    ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
+    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
+    registered, ACC read; S4 products registered, ACC data registered (straight from the
+    block RAM); S5 adder trees registered, ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
     write. Every block-RAM output goes straight into a register, and no multiplier shares a
     cycle with the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
     before). The ACC read misses the writes of the four micro-ops ahead; they are forwarded as
