@@ -13,8 +13,8 @@ from isa.encoding import AluOp
 from .fields import alu_insn, uop
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "mul_join", "lane_result",
-           "one_hot"]
+__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
+           "mul_join", "lane_result", "op_flags", "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -39,21 +39,44 @@ def mul_join(p_lo, p_hl, p_lh, width: int):
     return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
 
 
-def lane_result(op, a, b, r, lt, p_lo, p_hl, p_lh, width: int):
+#: The decoded opcode a lane takes (:func:`op_flags`), one bit each, in this order.
+OP_FLAGS = ("add", "shr", "mul", "minmax", "max")
+#: A lane's second-stage choices (one-hot, registered): ``a``, ``b`` (MIN/MAX), ``sum``
+#: (ADD), ``sh`` (SHR below the width), ``sign`` (SHR right by the width or more); none for a
+#: far left SHR (0) or MUL (the join, chosen by the instruction's MUL flag).
+PICKS = ("a", "b", "sum", "sh", "sign")
+
+
+def op_flags(op):
+    """The decode of an ALU opcode as :data:`OP_FLAGS` bits (the tensor ALU registers them
+    with the instruction, so no opcode compare sits in a lane's paths)."""
+    return Cat(op == AluOp.ADD, op == AluOp.SHR, op == AluOp.MUL,
+               (op == AluOp.MIN) | (op == AluOp.MAX), op == AluOp.MAX)
+
+
+def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int):
     """The second stage of a lane (from its registered outputs and operands): MUL's
-    :func:`mul_join`, MIN/MAX's select by ``lt`` (so the compare's carry chain and the select
-    sit in different cycles), ADD/SHR's ``r``."""
-    pick_a = Mux(op == AluOp.MAX, ~lt, lt)
-    return Mux(op == AluOp.MUL, mul_join(p_lo, p_hl, p_lh, width),
-               Mux((op == AluOp.MIN) | (op == AluOp.MAX), Mux(pick_a, a, b), r))
+    :func:`mul_join` when ``is_mul``, else the one-hot ``pick`` (:data:`PICKS`) of ``a``,
+    ``b``, ``total`` (ADD), ``shifted`` (SHR) and ``a``'s sign (0 when none) — an AND-OR of
+    registers beside the join's add; the compare's carry chain and the shift tests are a
+    cycle before."""
+    picks = dict(zip(PICKS, pick))
+    return one_hot(width, [(is_mul, mul_join(p_lo, p_hl, p_lh, width)),
+                           (picks["a"], a), (picks["b"], b), (picks["sum"], total),
+                           (picks["sh"], shifted),
+                           (picks["sign"], a[width - 1].replicate(width))])
 
 
 class AluLane(wiring.Component):
     """One lane's first stage on ``width``-bit two's complement values. Combinational.
 
-    ``r`` = ADD's or SHR's result (0 for the others). SHR: b ≥ 0 is an arithmetic right shift
-    (b ≥ width gives the sign fill), b < 0 a left shift by −b (−b ≥ width gives 0). ADD
-    keeps the low ``width`` bits. MIN/MAX give ``lt`` = a < b for the second stage's select. MUL gives,
+    ``ops``: :func:`op_flags` of the opcode. ``total`` = a + b (the low ``width`` bits),
+    ``shifted`` = SHR's result for an amount below ``width`` (b ≥ 0 an arithmetic right
+    shift, b < 0 a left shift by −b). ``pick`` (:data:`PICKS`, one-hot or none) tells
+    :func:`lane_result` what the result is: MIN/MAX's ``a`` or ``b`` by the compare a < b,
+    ADD's ``total``, SHR's ``shifted``, or for SHR by ``width`` or more the sign fill
+    (b ≥ width) or 0 (−b ≥ width) — the shift tests beside the shifter, not before its
+    output. MUL gives,
     with halves of h = width // 2 bits, ``p_lo`` = a_lo · b_lo and ``p_hl``, ``p_lh`` = the low
     width − h bits of a_hi · b_lo and a_lo · b_hi (each a multiplier's output alone, so on an
     FPGA a DSP's output goes straight into a register); :func:`mul_join` of the three is the
@@ -64,8 +87,9 @@ class AluLane(wiring.Component):
     def __init__(self, width: int):
         self._w = width
         h = width // 2
-        super().__init__({"op": In(3), "a": In(signed(width)), "b": In(signed(width)),
-                          "r": Out(signed(width)), "lt": Out(1),
+        super().__init__({"ops": In(len(OP_FLAGS)), "a": In(signed(width)),
+                          "b": In(signed(width)), "total": Out(width), "shifted": Out(width),
+                          "pick": Out(len(PICKS)),
                           "p_lo": Out(2 * h), "p_hl": Out(width - h), "p_lh": Out(width - h)})
 
     def elaborate(self, platform):
@@ -73,41 +97,37 @@ class AluLane(wiring.Component):
         w = self._w
         h = w // 2
         a, b = self.a, self.b
+        f = dict(zip(OP_FLAGS, self.ops))
         ua, ub = a.as_unsigned(), b.as_unsigned()
         m.d.comb += [self.p_lo.eq(ua[:h] * ub[:h]),
                      self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
                      self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
-        right_far, left_far, left = self._shift_decode(a, b, w, lw)
-        m.d.comb += self.lt.eq(a < b)
-        with m.Switch(self.op):
-            with m.Case(AluOp.ADD):
-                m.d.comb += self.r.eq((a + b)[:w])
-            with m.Case(AluOp.SHR):
-                with m.If(b >= 0):
-                    with m.If(right_far):
-                        m.d.comb += self.r.eq(a >> (w - 1))
-                    with m.Else():
-                        m.d.comb += self.r.eq(a >> b.as_unsigned()[:lw])
-                with m.Else():
-                    with m.If(left_far):
-                        m.d.comb += self.r.eq(0)
-                    with m.Else():
-                        m.d.comb += self.r.eq(left)
+        right_far, left_far, near = self._shift_decode(a, b, w, lw)
+        fill, kill = ~b[-1] & right_far, b[-1] & left_far
+        m.d.comb += [self.total.eq(a + b), self.shifted.eq(near)]
+        take_a = f["max"] ^ (a < b)
+        m.d.comb += self.pick.eq(Cat(f["minmax"] & take_a, f["minmax"] & ~take_a, f["add"],
+                                     f["shr"] & ~fill & ~kill, f["shr"] & fill))
         return m
 
     @staticmethod
     def _shift_decode(a, b, w, lw):
-        """SHR's amount tests and its left shift (b < 0, −b < w) without a carry chain where
+        """SHR's amount tests and its result for |b| < w, without a carry chain where
         ``width`` is a power of two (every shipped configuration): b ≥ w is a high bit set;
         −b ≥ w (b < 0) is b below −(w − 1), i.e. not (high bits all ones and low bits
-        non-zero); a << −b is (a << 1) << ~b's low bits (−b − 1 = ~b), no negation."""
+        non-zero); both shifts are one funnel shift right by b's low bits — of (sign, a) for
+        b ≥ 0, of (a, 0) for b < 0 (by w + b: a left shift by −b), no negation and one
+        multiplexer tree."""
         if w != 1 << lw:
             nb = -b
-            return b >= w, nb >= w, (a << nb.as_unsigned()[:lw])[:w]
+            return b >= w, nb >= w, Mux(b[-1], (a << nb.as_unsigned()[:lw])[:w],
+                                        a >> b.as_unsigned()[:lw])
         ub = b.as_unsigned()
+        neg = b[-1]
+        funnel = Cat(Mux(neg, 0, a), Mux(neg, a, a[-1].replicate(w)))
         return (ub[lw:w - 1].any(), ~(ub[lw:].all() & ub[:lw].any()),
-                ((a << 1) << ~ub[:lw])[:w])
+                (funnel >> ub[:lw])[:w])
 
 
 class TensorAlu(wiring.Component):
@@ -118,15 +138,18 @@ class TensorAlu(wiring.Component):
     in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (7), where *s*(*j*) counts the micro-ops
     1 … *j* whose dst, or in vector mode src, equals the dst of the micro-op before them
     (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
-    micro-op read; S1 indices; S2 range check, ACC reads of dst (port A) and src (port B), the
-    stall test against S3 (all on registers); S3 the block RAMs' data registered, the operand
-    selects registered (which micro-op ahead, now in S5–S7 or the last write, writes the
-    entry); S4 operands registered (data or forwarded, the immediate folded in); S5
-    BATCH × BLOCK_OUT lanes compute MIN/MAX/ADD/SHR, and MUL's partial products of 16-bit
-    halves, into registers straight from the operand registers; S6 MUL's halves joined, every
-    op's result into a register; S7 write. A stalled micro-op stays in S2 a second cycle (S0
-    and S1 hold, its reads repeat) and a bubble enters S3, so a producer is always two or more
-    stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
+    micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
+    index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
+    ``err``, the forward compares (against S4–S7) into registers; S3 the block RAMs' data
+    registered, the operand selects registered (which micro-op ahead, now in S5–S7 or the last
+    write, writes the entry); S4 operands registered (data or forwarded, the immediate folded
+    in); S5 BATCH × BLOCK_OUT lanes compute a + b, SHR's shift, MIN/MAX's compare and SHR's
+    far tests (as a one-hot pick of the result), and MUL's partial products of 16-bit halves,
+    into registers straight from the operand registers; S6 MUL's halves joined or the pick,
+    every op's result into a register; S7 write. ``busy``, ``err`` and the stall
+    (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays
+    in S2 a second cycle (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
+    producer is always two or more stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
     (three) and the last two writes (four, five); the S2 read sees everything older. No op
     shares a cycle with a forward of its own result, and no block-RAM output feeds logic
     before a register. Vector mode runs at the same rate because the ACC buffer has a second
@@ -156,21 +179,26 @@ class TensorAlu(wiring.Component):
         for f in ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
                   "src_factor_out", "src_factor_in"):
             m.d.comb += getattr(loop, f).eq(getattr(insn, f))
-        op = Signal(3)
+        ops = Signal(len(OP_FLAGS))
         use_imm = Signal()
         imm = Signal(signed(cfg.acc_width))
-        with m.If(self.start):
-            m.d.sync += [op.eq(insn.alu_opcode), use_imm.eq(insn.use_imm), imm.eq(insn.imm)]
+        with m.If(~self.busy):     # every idle cycle: the start cycle's value stays (Fmax)
+            m.d.sync += [ops.eq(op_flags(insn.alu_opcode)), use_imm.eq(insn.use_imm),
+                         imm.eq(insn.imm)]
         L = cfg.log_acc_depth
         self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
         self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
-        d2, s2, bad = self._front(m, loop, use_imm)
+        self._d2, self._s2, bad = self._front(m, loop, use_imm)
         sel = self._selects(m, use_imm)
-        r7 = self._back(m, sel, op, use_imm, imm)
+        r7 = self._back(m, sel, ops, use_imm, imm)
         v, d = self._v, self._d
         m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
                      self.uop_done.eq(v[7])]
-        m.d.comb += self.busy.eq(loop.valid | Cat(*v.values()).any())
+        # busy (loop.valid or any stage valid) as a register loaded with its next value: the
+        # loop runs after a start, each stage's valid is the one before it (or, stalled, its
+        # own) unless an error clears S0–S2
+        m.d.sync += self.busy.eq(self.start | ((loop.valid | v[1] | v[2]) & ~self.err)
+                                 | v[3] | v[4] | v[5] | v[6])
         return m
 
     def _front(self, m, loop, use_imm):
@@ -181,31 +209,40 @@ class TensorAlu(wiring.Component):
         L = cfg.log_acc_depth
         m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         wd, ws = self._widths["dst"], self._widths["src"]
-        stall = Signal()
+        stall = Signal()        # a register: computed a cycle ahead (below)
         m.d.comb += loop.hold.eq(stall)
         d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
         u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
-        d2, s2, dover2, sover2 = Signal(wd + 1), Signal(ws + 1), Signal(), Signal()
+        d2, s2, bad = Signal(L), Signal(L), Signal()
         m.d.sync += [v[1].eq(Mux(stall, v[1], loop.valid) & ~self.err),
                      v[2].eq(Mux(stall, v[2], v[1]) & ~self.err)]
+        # S1: the indices (micro-op field + loop offset) and their range check, registered
+        # into S2 together, so S2's ``err`` is one AND of registers
+        sum_d, sum_s = Signal(wd + 1), Signal(ws + 1)
+        m.d.comb += [sum_d.eq(u.dst + d1), sum_s.eq(u.src + s1)]
+        # index ≥ depth (a power of two): the offset's flag or a bit above the address
+        bad1 = Signal()
+        m.d.comb += bad1.eq(dover1 | sum_d[L:].any() | (~use_imm & (sover1 | sum_s[L:].any())))
         with m.If(~stall):
             m.d.sync += [d1.eq(loop.dst_off), s1.eq(loop.src_off),
                          dover1.eq(loop.dst_over), sover1.eq(loop.src_over),
                          u.eq(self.uop_rdata),
-                         d2.eq(u.dst + d1), s2.eq(u.src + s1),
-                         dover2.eq(dover1), sover2.eq(sover1)]
-        bad = Signal()
-        m.d.comb += [
-            # index ≥ depth (a power of two): the offset's flag or any bit above the address
-            bad.eq(dover2 | d2[L:].any() | (~use_imm & (sover2 | s2[L:].any()))),
-            self.err.eq(v[2] & bad),
-            self.acc_raddr.eq(d2), self.src_raddr.eq(s2),
-            # the micro-op in S3 (just ahead) writes what this one reads: wait one cycle
-            stall.eq(v[2] & v[3] & ((d[3] == d2[:L]) | (~use_imm & (d[3] == s2[:L])))),
-        ]
+                         d2.eq(sum_d), s2.eq(sum_s),
+                         bad.eq(bad1)]
+        # S2's err = v2 & bad, a register too (loaded with the next v2 & bad)
+        err = Signal()
+        m.d.sync += err.eq(~err & Mux(stall, v[2] & bad, v[1] & bad1))
+        m.d.comb += [self.err.eq(err), self.acc_raddr.eq(d2), self.src_raddr.eq(s2)]
+        # The stall (the micro-op in S2 reads what the one in S3, just ahead, writes) as a
+        # register: in the cycle before, the reader is in S1 (its index is S1's sum) and the
+        # writer in S2; the writer moves on to S3 (valid, in range, not stalled itself) and
+        # the reader to S2 exactly when this cycle does not stall, so the register equals the
+        # test of S2's indices against S3's dst and ``UopLoop.hold`` comes from a flip-flop.
+        reads_ahead = (sum_d[:L] == d2[:L]) | (~use_imm & (sum_s[:L] == d2[:L]))
+        m.d.sync += stall.eq(~stall & v[1] & v[2] & ~bad & reads_ahead)
         self._s3 = Signal(L)
         m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
-        return d2[:L], s2[:L], bad
+        return d2, s2, bad
 
     def _selects(self, m, use_imm):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
@@ -217,20 +254,24 @@ class TensorAlu(wiring.Component):
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
         self._last_valid, self._last_addr = Signal(), Signal(L)
-        ahead = [(v[5], d[5]), (v[6], d[6]), (v[7], d[7]), (self._last_valid, self._last_addr)]
+        # The index compares a cycle ahead, registered: S3's indices are S2's of the cycle
+        # before (d3, s3 follow d2, s2 in every cycle) and the stages from S4 on never hold,
+        # so what is in S5, S6, S7 and the last write then was in S4, S5, S6 and S7.
+        before = [(v[4], d[4]), (v[5], d[5]), (v[6], d[6]), (v[7], d[7])]
         names = ("join", "r7", "last", "last2", "ram")
         sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
                for side in "ab"}
-        for side, idx, off in (("a", d[3], C(0, 1)), ("b", self._s3, use_imm)):
+        for side, idx, off in (("a", self._d2, C(0, 1)), ("b", self._s2, use_imm)):
             older = off
-            for n, (vk, dk) in zip(names, ahead):
-                hit = vk & (dk == idx)
+            for n, (vk, dk) in zip(names, before):
+                hit = Signal(name=f"hit3_{side}_{n}")
+                m.d.sync += hit.eq(vk & (dk == idx))
                 m.d.sync += sel[side][n].eq(~older & hit)
                 older = older | hit
             m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
         return sel
 
-    def _back(self, m, sel, op, use_imm, imm):
+    def _back(self, m, sel, ops, use_imm, imm):
         """S3 ACC data registered → S4 operands → S5 lanes → S6 join → S7 write; returns S7's
         result register. S4's operands: by S3's selects, the data or a forward (S6's join,
         the result register, the last two writes) or the immediate."""
@@ -244,7 +285,7 @@ class TensorAlu(wiring.Component):
         # S3: the block RAMs' outputs straight into registers
         m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
         a5, b5 = Signal(bits), Signal(bits)
-        r6 = self._lanes(m, op, a5, b5)
+        r6 = self._lanes(m, ops, a5, b5)
 
         def operand(side, ram, extra=()):
             s = sel[side]
@@ -262,13 +303,14 @@ class TensorAlu(wiring.Component):
                      last_data.eq(r7), last2_data.eq(last_data)]
         return r7
 
-    def _lanes(self, m, op, a5, b5):
-        """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (ADD/SHR result,
-        MIN/MAX compare, MUL's three partial products, each a multiplier's output straight into
-        a register) and the operands registered; S6:
-        :func:`lane_result`. Returns S6's result (combinational: the result register's input and
-        S4's two-ahead forward), so the multiply's halves, and the compare and its select, sit
-        in two cycles and every op takes both. ``op`` is constant through an instruction."""
+    def _lanes(self, m, ops, a5, b5):
+        """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (a + b, SHR's
+        shift, the one-hot pick, MUL's three partial products, each a multiplier's output
+        straight into a register) and the operands registered; S6: :func:`lane_result`.
+        Returns S6's result (combinational: the result register's input and S4's two-ahead
+        forward), so the multiply's halves, and the compare and its select, sit in two cycles
+        and every op takes both. ``ops`` (:func:`op_flags`) is constant through an
+        instruction."""
         aw = self._cfg.acc_width
         h = aw // 2
         r6 = Signal(len(a5))
@@ -279,12 +321,15 @@ class TensorAlu(wiring.Component):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
             sl = slice(i * aw, (i + 1) * aw)
-            m.d.comb += [lane.op.eq(op), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
-            x6, lt6 = Signal(aw, name=f"x6_{i}"), Signal(name=f"lt6_{i}")
+            m.d.comb += [lane.ops.eq(ops), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
+            sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
+            pick6 = Signal(len(PICKS), name=f"pick6_{i}")
             p_lo = Signal(2 * h, name=f"p_lo{i}")
             p_hl, p_lh = Signal(aw - h, name=f"p_hl{i}"), Signal(aw - h, name=f"p_lh{i}")
-            m.d.sync += [x6.eq(lane.r), lt6.eq(lane.lt), p_lo.eq(lane.p_lo),
+            m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick),
+                         p_lo.eq(lane.p_lo),
                          p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
-            parts.append(lane_result(op, a6[sl], b6[sl], x6, lt6, p_lo, p_hl, p_lh, aw))
+            parts.append(lane_result(ops[OP_FLAGS.index("mul")], a6[sl], b6[sl], sum6, sh6,
+                                     pick6, p_lo, p_hl, p_lh, aw))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

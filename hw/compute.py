@@ -12,7 +12,7 @@ from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
 from isa.errors import ErrorCode
 
-from .alu import TensorAlu
+from .alu import TensorAlu, one_hot
 from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
@@ -89,6 +89,8 @@ class ComputeModule(wiring.Component):
         m.submodules.alu = alu = TensorAlu(cfg)
 
         word = self.head.word
+        # the UOP read address in a start cycle relies on this (below)
+        assert gemm_insn(cfg)["uop_bgn"].offset == alu_insn(cfg)["uop_bgn"].offset
         head = Signal(mem_insn())
         hg = Signal(gemm_insn(cfg))
         ha = Signal(alu_insn(cfg))
@@ -113,10 +115,11 @@ class ComputeModule(wiring.Component):
         m.d.comb += [
             uop_w.addr.eq(ld_uop.wr_addr), uop_w.data.eq(ld_uop.wr_data),
             uop_w.en.eq(ld_uop.wr_en),
-            # the units read a cycle ahead, in their start cycle too (is_gemm is not set yet)
-            uop_r.addr.eq(Mux(gemm.busy, gemm.uop_raddr,
-                              Mux(alu.busy | (opcode != Opcode.GEMM), alu.uop_raddr,
-                                  gemm.uop_raddr))),
+            # the units read a cycle ahead, in their start cycle too, where is_gemm still
+            # holds the instruction before: both units' loops are idle then, and an idle
+            # loop's address is its instruction's uop_bgn, the same bits of the head for
+            # both (asserted above), so one multiplexer selected by a register suffices
+            uop_r.addr.eq(Mux(is_gemm, gemm.uop_raddr, alu.uop_raddr)),
             gemm.uop_rdata.eq(uop_r.data), alu.uop_rdata.eq(uop_r.data),
             acc_ra.addr.eq(Mux(is_gemm, gemm.acc_raddr, alu.acc_raddr)),
             gemm.acc_rdata.eq(acc_ra.data), alu.acc_rdata.eq(acc_ra.data),
@@ -125,20 +128,7 @@ class ComputeModule(wiring.Component):
             self.wgt_raddr.eq(gemm.wgt_raddr), gemm.wgt_rdata.eq(self.wgt_rdata),
             self.gemm_uop.eq(gemm.uop_done), self.alu_uop.eq(alu.uop_done),
         ]
-        with m.If(ld_acc.wr_en):
-            m.d.comb += [acc_w.addr.eq(ld_acc.wr_addr), acc_w.data.eq(ld_acc.wr_data),
-                         acc_w.en.eq(1)]
-        with m.Elif(ld_acc8.wr_en):
-            m.d.comb += [acc_w.addr.eq(ld_acc8.wr_addr), acc_w.data.eq(ld_acc8.wr_data),
-                         acc_w.en.eq(1)]
-        with m.Elif(gemm.acc_wen):
-            m.d.comb += [acc_w.addr.eq(gemm.acc_waddr), acc_w.data.eq(gemm.acc_wdata),
-                         acc_w.en.eq(1)]
-        with m.Elif(alu.acc_wen):
-            m.d.comb += [acc_w.addr.eq(alu.acc_waddr), acc_w.data.eq(alu.acc_wdata),
-                         acc_w.en.eq(1)]
-        m.d.comb += [self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
-                     self.out_wen.eq(acc_w.en)]
+        self._acc_write(m, acc_w, insn, [ld_acc, ld_acc8], gemm, alu)
 
         # Range checks of the LOADs at the head (pipelined while the entry sits there).
         checks = mem_range_checks(m, head, dram_size=self.dram_size, padded=True, kinds={
@@ -225,3 +215,35 @@ class ComputeModule(wiring.Component):
             m.d.comb += sig.eq(value)
             out[name] = sig
         return out
+
+    def _acc_write(self, m, acc_w, insn, loaders, gemm, alu):
+        """The ACC write port (and OUT's, the narrowed value). One unit writes at a time (the
+        module runs an instruction to its last write before it starts the next), so the
+        address and data are chosen by one-hot registers decoded from ``insn`` (loaded in the
+        start cycle *s*, decoded in *s* + 1), not by the units' write enables. A loader's
+        write (through its reader's handshake) is registered and lands a cycle late: its
+        first is in *s* + 2 at the earliest, its last at least two cycles before the next
+        instruction's start (RETIRE between) and three before any read of ACC, so no cycle
+        count moves; the GEMM's and the ALU's writes come from their result registers."""
+        cfg = self._cfg
+        is_load = insn.opcode == Opcode.LOAD
+        flags = [is_load & (insn.memory_type == MemType.ACC),
+                 is_load & (insn.memory_type == MemType.ACC_8BIT),
+                 insn.opcode == Opcode.GEMM, insn.opcode == Opcode.ALU]
+        sel = [Signal(name=f"acc_w_sel{k}") for k in range(len(flags))]
+        m.d.sync += [s.eq(f) for s, f in zip(sel, flags)]
+        units, enables = [], [gemm.acc_wen, alu.acc_wen]
+        for k, ld in enumerate(loaders):
+            en, addr, data = (Signal(len(p), name=f"acc_ld{k}_{n}") for n, p in (
+                ("en", acc_w.en), ("addr", acc_w.addr), ("data", acc_w.data)))
+            m.d.sync += [en.eq(ld.wr_en), addr.eq(ld.wr_addr), data.eq(ld.wr_data)]
+            units.append((addr, data))
+            enables.append(en)
+        units += [(gemm.acc_waddr, gemm.acc_wdata), (alu.acc_waddr, alu.acc_wdata)]
+        m.d.comb += [
+            acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, a) for s, (a, _) in zip(sel, units)])),
+            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, d) for s, (_, d) in zip(sel, units)])),
+            acc_w.en.eq(Cat(*enables).any()),
+            self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
+            self.out_wen.eq(acc_w.en),
+        ]

@@ -23,16 +23,17 @@ class GemmCore(wiring.Component):
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset;
-    S2 range check, INP/WGT reads; S3 INP/WGT data registered, ACC read; S4 products
-    registered, ACC data registered (straight from the block RAM); S5 adder trees registered,
-    ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
+    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
+    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
+    registered, ACC read; S4 products registered, ACC data registered (straight from the
+    block RAM); S5 adder trees registered, ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
     write. Every block-RAM output goes straight into a register, and no multiplier shares a
     cycle with the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
     before). The ACC read misses the writes of the four micro-ops ahead; they are forwarded as
     in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
     full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past its
-    buffer raises ``err`` (in S2) and stops issue.
+    buffer raises ``err`` (in S2) and stops issue. ``busy`` and ``err`` are registers loaded
+    with their next values, the instruction's fields are taken in every idle cycle.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -60,23 +61,27 @@ class GemmCore(wiring.Component):
                   "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in"):
             m.d.comb += getattr(loop, f).eq(getattr(insn, f))
         reset = Signal()
-        with m.If(self.start):
+        with m.If(~self.busy):     # every idle cycle: the start cycle's value stays (Fmax)
             m.d.sync += reset.eq(insn.reset)
 
-        v1, v2, v3, a3 = self._front(m, loop, widths, reset)
+        v1, v2, v3, a3, bad = self._front(m, loop, widths, reset)
         v4, a4, v5, a5, sums = self._products(m, v3, a3)
-        v7, a7, r7, v6 = self._accumulate(m, v5, a4, a5, sums, reset)
+        v7, a7, r7, v6 = self._accumulate(m, v5, a3, a5, sums, reset)
         m.d.comb += [
             self.acc_waddr.eq(a7), self.acc_wdata.eq(r7), self.acc_wen.eq(v7),
             self.uop_done.eq(v7 & ~reset),
         ]
-        m.d.comb += self.busy.eq(loop.valid | v1 | v2 | v3 | v4 | v5 | v6 | v7)
+        # busy (loop.valid or any stage valid) as a register loaded with its next value: the
+        # loop runs after a start, each stage's valid is the one before it unless an error
+        # clears S0–S2 (bad is the error of S2)
+        m.d.sync += self.busy.eq(self.start | ((loop.valid | v1) & ~self.err) | (v2 & ~bad)
+                                 | v3 | v4 | v5 | v6)
         return m
 
     def _front(self, m, loop, widths, reset):
         """S0 micro-op read → S1 indices (field + offset, one bit wider than both; the offset
         past its width is a flag) → S2 range check, INP/WGT reads; returns the valid bits of
-        S1 … S3 and S3's ACC index."""
+        S1 … S3, S3's ACC index and S2's range flag."""
         cfg = self._cfg
         m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         v1 = Signal()
@@ -92,25 +97,30 @@ class GemmCore(wiring.Component):
         m.d.sync += u.eq(self.uop_rdata)
         v2 = Signal()
         idx2 = {n: Signal(widths[n] + 1, name=f"{n}2") for n in names}
-        over2 = {n: Signal(name=f"{n}_over2") for n in names}
         m.d.sync += v2.eq(v1 & ~self.err)
+        # S1: the range check on the indices' sums, registered with them, so S2's ``err``
+        # (which stops the loop) is one AND of registers: index ≥ depth (a power of two) is
+        # the offset's flag or any bit above the address
+        sums = {n: getattr(u, n) + off1[n] for n in names}
         for n in names:
-            m.d.sync += [idx2[n].eq(getattr(u, n) + off1[n]), over2[n].eq(over1[n])]
+            m.d.sync += idx2[n].eq(sums[n])
         a2, s2, w2 = idx2["dst"], idx2["src"], idx2["wgt"]
+        log_depth = {"dst": cfg.log_acc_depth, "src": cfg.log_inp_depth,
+                     "wgt": cfg.log_wgt_depth}
+        past = {n: over1[n] | sums[n][log_depth[n]:].any() for n in names}
+        bad, bad1, err = Signal(), Signal(), Signal()
+        m.d.comb += bad1.eq(past["dst"] | (~reset & (past["src"] | past["wgt"])))
+        # S2's err = v2 & bad, a register too (loaded with the next v2 & bad)
+        m.d.sync += [bad.eq(bad1), err.eq(v1 & ~err & bad1)]
         # S2: range check, INP/WGT reads
-        bad = Signal()
         m.d.comb += [
-            # index ≥ depth (a power of two): the offset's flag or any bit above the address
-            bad.eq(over2["dst"] | a2[cfg.log_acc_depth:].any()
-                   | (~reset & (over2["src"] | s2[cfg.log_inp_depth:].any()
-                                | over2["wgt"] | w2[cfg.log_wgt_depth:].any()))),
-            self.err.eq(v2 & bad),
+            self.err.eq(err),
             self.inp_raddr.eq(s2), self.wgt_raddr.eq(w2),
         ]
         v3 = Signal()
         a3 = Signal(cfg.log_acc_depth)
         m.d.sync += [v3.eq(v2 & ~bad), a3.eq(a2)]
-        return v1, v2, v3, a3
+        return v1, v2, v3, a3, bad
 
     def _products(self, m, v3, a3):
         """S3 INP/WGT data registered, ACC read → S4 products registered → S5 adder trees
@@ -147,7 +157,7 @@ class GemmCore(wiring.Component):
                 sums.append(s)
         return v4, a4, v5, a5, sums
 
-    def _accumulate(self, m, v5, a4, a5, sums, reset):
+    def _accumulate(self, m, v5, a3, a5, sums, reset):
         """S4 ACC data registered → S5 ACC operand registered → S6 accumulate into a result
         register → S7 write; returns S7's valid, index and result, and S6's valid. The S3 read
         misses the writes of the four micro-ops ahead (newest wins): S5 takes the S7 result
@@ -163,8 +173,12 @@ class GemmCore(wiring.Component):
             Signal(cfg.acc_elem_bits, name=n)
             for n in ("acc6", "r7", "last_data", "last2_data", "data5"))
         m.d.sync += data5.eq(self.acc_rdata)      # S4: the block RAM's output, registered
-        # S4: who writes a4's entry last among those S5's select sees (newest wins), one-hot
-        f7, f_last, f_last2 = v6 & (a6 == a4), v7 & (a7 == a4), last_valid & (last_addr == a4)
+        # S4: who writes a4's entry last among those S5's select sees (newest wins), one-hot,
+        # from index compares made a cycle ahead and registered (S3's a3 is S4's a4 then, and
+        # what is in S6, S7 and the last write was in S5, S6 and S7: no stage holds)
+        f7, f_last, f_last2 = (Signal(name=n) for n in ("f7", "f_last", "f_last2"))
+        m.d.sync += [f7.eq(v5 & (a5 == a3)), f_last.eq(v6 & (a6 == a3)),
+                     f_last2.eq(v7 & (a7 == a3))]
         sel = {n: Signal(name=f"sel5_{n}") for n in ("r7", "last", "last2", "data")}
         m.d.sync += [sel["r7"].eq(f7), sel["last"].eq(~f7 & f_last),
                      sel["last2"].eq(~f7 & ~f_last & f_last2),

@@ -57,8 +57,10 @@ class UopLoop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ub = self._cfg.log_uop_depth + 1
-        bgn, end, u = Signal(ub), Signal(ub), Signal(ub)
-        n_out, n_in, i_in, i_out = Signal(14), Signal(14), Signal(14), Signal(14)
+        # end2, n_in2, n_out2: the loop bounds minus 2, so each loop-end test is an equality
+        # of two registers (no adder before the compare)
+        bgn, end2, u = Signal(ub), Signal(ub), Signal(ub)
+        n_out2, n_in2, i_in, i_out = Signal(14), Signal(14), Signal(14), Signal(14)
         active = Signal()
         # registered loop-end tests: u is the last micro-op, i_in / i_out the last iteration;
         # one_u / one_in: the inner loops have one step (the value after a wrap)
@@ -70,30 +72,37 @@ class UopLoop(wiring.Component):
                      self.last.eq(active & u_last & in_last & out_last)]
         offsets = [self._offset(m, n) for n in NAMES]
 
-        with m.If(self.start):
+        with m.If(~active):
+            # taken in every idle cycle, not only with ``start``: the start condition then
+            # drives ``active`` alone, not these registers' enables (Fmax)
             single_u = self.uop_bgn + 1 == self.uop_end
-            m.d.sync += [active.eq(1), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
-                         u.eq(self.uop_bgn), n_out.eq(self.iter_out), n_in.eq(self.iter_in),
+            m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn),
+                         end2.eq(self.uop_end - 2), u.eq(self.uop_bgn),
+                         n_out2.eq(self.iter_out - 2), n_in2.eq(self.iter_in - 2),
                          i_in.eq(0), i_out.eq(0), u_last.eq(single_u), one_u.eq(single_u),
                          in_last.eq(self.iter_in == 1), one_in.eq(self.iter_in == 1),
                          out_last.eq(self.iter_out == 1)]
             for start, _, _ in offsets:
                 m.d.sync += start
-        with m.Elif(active & (self.stop | ~self.hold)):
-            with m.If(self.stop | self.last):
+        with m.Else():
+            with m.If(self.stop | (self.last & ~self.hold)):
                 m.d.sync += active.eq(0)
-            with m.Elif(~u_last):
-                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
-            with m.Elif(~in_last):
-                m.d.sync += [u.eq(bgn), u_last.eq(one_u),
-                             i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
-                for _, step_in, _ in offsets:
-                    m.d.sync += step_in
-            with m.Else():
-                m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
-                             i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
-                for _, _, step_out in offsets:
-                    m.d.sync += step_out
+            # the step's updates are enabled by registers alone (not by ``stop``, nor by
+            # ``last``): after the last step or a stop they change nothing that matters,
+            # the loop is inactive and every idle cycle loads the registers again
+            with m.If(active & ~self.hold):
+                with m.If(~u_last):
+                    m.d.sync += [u.eq(u + 1), u_last.eq(u == end2)]
+                with m.Elif(~in_last):
+                    m.d.sync += [u.eq(bgn), u_last.eq(one_u),
+                                 i_in.eq(i_in + 1), in_last.eq(i_in == n_in2)]
+                    for _, step_in, _ in offsets:
+                        m.d.sync += step_in
+                with m.Else():
+                    m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
+                                 i_out.eq(i_out + 1), out_last.eq(i_out == n_out2)]
+                    for _, _, step_out in offsets:
+                        m.d.sync += step_out
         return m
 
     def _offset(self, m, n):

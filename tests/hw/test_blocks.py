@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
-from hw.alu import AluLane, lane_result
+from hw.alu import AluLane, lane_result, op_flags
 from hw.dma import PREPARE_CYCLES, DmaReader, DmaWriter
 from isa.bursts import span_beats
 from hw.memmodel import MemoryModel
@@ -35,20 +35,21 @@ EXTREMES = [0, 1, -1, 2, -2, 7, 31, 32, 33, -31, -32, -33, 127, -128, 255, 1 << 
 
 
 class _LaneWithJoin(Elaboratable):
-    """The lane with its second stage (MUL's join, MIN/MAX's select) joined combinationally
-    (the pipeline registers between them)."""
+    """The lane with its second stage (MUL's join, the pick of MIN/MAX, ADD, SHR) joined
+    combinationally (the pipeline registers between them), from a 3-bit opcode."""
 
     def __init__(self):
         self.lane = AluLane(32)
-        self.op, self.a, self.b = self.lane.op, self.lane.a, self.lane.b
+        self.op, self.a, self.b = Signal(3), self.lane.a, self.lane.b
         self.r = Signal(32)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.lane = lane = self.lane
-        m.d.comb += self.r.eq(lane_result(lane.op, lane.a.as_unsigned(), lane.b.as_unsigned(),
-                                          lane.r.as_unsigned(), lane.lt, lane.p_lo,
-                                          lane.p_hl, lane.p_lh, 32))
+        m.d.comb += lane.ops.eq(op_flags(self.op))
+        m.d.comb += self.r.eq(lane_result(self.op == AluOp.MUL, lane.a.as_unsigned(),
+                                          lane.b.as_unsigned(), lane.total, lane.shifted,
+                                          lane.pick, lane.p_lo, lane.p_hl, lane.p_lh, 32))
         return m
 
 

@@ -4,7 +4,7 @@ latency contract (``GEMM_LATENCY``)."""
 
 import numpy as np
 import pytest
-from amaranth.hdl import Elaboratable, Module
+from amaranth.hdl import Elaboratable, Module, Value
 from amaranth.lib.memory import Memory
 
 from hw.fields import uop
@@ -88,7 +88,7 @@ def _reference(acc, inp, wgt, uops, reset, it):
     return acc
 
 
-def _run(acc, inp, wgt, uops, reset, it):
+def _run(acc, inp, wgt, uops, reset, it, scramble=None):
     words = [uop(CFG).const({"dst": d, "src": s, "wgt": w}).as_value().value
              for d, s, w in uops]
     dut = _Bench(words, [_pack(r, CFG.inp_width) for r in inp],
@@ -102,6 +102,8 @@ def _run(acc, inp, wgt, uops, reset, it):
         await _start(ctx, g, len(uops), (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi), reset)
         writes, busy, done = [], 0, 0
         for t in range(1, n + GEMM_LATENCY + 4):
+            if scramble is not None:      # the instruction is held only in the start cycle
+                ctx.set(Value.cast(g.insn), int(scramble.integers(0, 1 << 62)))
             assert not ctx.get(g.err)
             busy += ctx.get(g.busy)
             done += ctx.get(g.uop_done)
@@ -172,6 +174,21 @@ def test_random_loops_match_sequential_semantics(seed):
           tuple(int(rng.integers(0, 3)) for _ in range(6)))
     want = _reference(acc, inp, wgt, uops, 0, it)
     assert np.array_equal(_run(acc, inp, wgt, uops, 0, it), want)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_fields_after_the_start_cycle_are_ignored(seed):
+    """Random bits on ``insn`` in every cycle after the start (the unit keeps what it needs
+    of the instruction in registers loaded while idle): the same writes, cycles and sums."""
+    rng = np.random.default_rng(200 + seed)
+    acc, inp, wgt = _data(rng)
+    uops = [(int(rng.integers(0, 4)), int(rng.integers(0, 4)), int(rng.integers(0, 4)))
+            for _ in range(3)]
+    it = ((2, 2), tuple(int(rng.integers(0, 3)) for _ in range(6)))
+    for reset in (0, 1):
+        want = _reference(acc, inp, wgt, uops, reset, it)
+        got = _run(acc, inp, wgt, uops, reset, it, scramble=np.random.default_rng(seed))
+        assert np.array_equal(got, want)
 
 
 def _first_bad(uops, it):
