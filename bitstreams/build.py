@@ -131,9 +131,9 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     """Build the bitstream of ``cfg`` for ``board``; returns the report (also written).
 
     ``memory`` is the DRAM variant, ``"onchip"`` (block RAM, ``mem_bytes``) or ``"sdram"``
-    (LiteDRAM on the board's SDRAM). ``synth_only`` stops after the synthesis fit check and
-    returns the synthesis estimate (``{"synthesis_estimate": {...}}``) without writing a
-    report; ``seeds`` > 1 places and routes with seeds ``seed`` … ``seed + seeds - 1`` (as many
+    (LiteDRAM on the board's SDRAM). ``synth_only`` stops after synthesis, its fit check and the
+    netlist's LUT4 levels, and returns ``{"synthesis_estimate", "lut_levels", "netlist"}``
+    without writing a report (the netlist stays in ``<out>/build``); ``seeds`` > 1 places and routes with seeds ``seed`` … ``seed + seeds - 1`` (as many
     at once as the machine has cores) and keeps the one whose core clock is fastest; ``check_only`` stops after the fit check from the configuration, before any tool
     runs or anything is written, and returns ``{"config_estimate": {...}}``."""
     from hw.board.ulx3s import Ulx3sTop
@@ -161,8 +161,9 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     plan = platform.build(top, name=NAME, build_dir=str(work), do_build=False,
                           script_after_synth=f"tee -q -o {NAME}.stat.json stat -json")
     plan.extract(str(work))
-    # the bitstream of an earlier build goes before anything new is made
-    for stale in ("report.json", "report.txt", f"{NAME}.bit"):
+    # the bitstream of an earlier build goes before anything new is made; a synthesis-only
+    # run makes none, so it keeps them
+    for stale in () if synth_only else ("report.json", "report.txt", f"{NAME}.bit"):
         (folder / stale).unlink(missing_ok=True)
 
     progress.start("synthesis (yosys)")
@@ -172,11 +173,12 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     synth = synthesis_estimate(stat)
     progress.start("fit check (synthesis)")
     check_fit(synth, board, "estimate from synthesis, before place and route")
-    if synth_only:
-        progress.done(f"synthesis fits: {synth}")
-        return {"synthesis_estimate": synth}
     progress.start("LUT4 levels between registers (the synthesised netlist)")
     levels = lut_levels(json.loads((work / f"{NAME}.json").read_text()), worst=10)
+    if synth_only:
+        progress.done(f"synthesis fits: {synth}")
+        return {"synthesis_estimate": synth, "lut_levels": levels,
+                "netlist": str(work / f"{NAME}.json")}
 
     progress.start("place and route (nextpnr-ecp5)" if seeds == 1 else
                    f"place and route (nextpnr-ecp5, seeds {seed}-{seed + seeds - 1})")

@@ -61,6 +61,11 @@ def register(subparsers) -> None:
                    help="only check the options, the configuration and its fit estimate "
                         "(block RAM, multipliers) against the board: seconds, no Yosys, "
                         "nothing written")
+    b.add_argument("--synth-only", action="store_true",
+                   help="stop after synthesis (minutes, not the half hour of place and "
+                        "route): the synthesis fit and the netlist's LUT4 levels between "
+                        "registers, the depth that sets the clock; the netlist stays in "
+                        "OUT/build for `python -m bitstreams.levels`; no bitstream, no report")
     b.set_defaults(func=bitstream_command)
 
     p = subparsers.add_parser(
@@ -130,7 +135,7 @@ def _bitstream(args) -> int:
         report = build_bitstream(board, cfg, out=args.out, seed=args.seed,
                                  seeds=args.seeds, mem_bytes=mem,
                                  progress=Progress(enabled=not args.quiet), memory=args.memory,
-                                 check_only=args.check)
+                                 check_only=args.check, synth_only=args.synth_only)
     except FitError as exc:
         return _fail("bitstream", f"configuration {args.config}: {exc}", EXIT_DOES_NOT_FIT)
     except UsageError as exc:
@@ -143,8 +148,22 @@ def _bitstream(args) -> int:
         print(f"configuration {args.config} on the {board.name} ({args.memory} DRAM): the "
               f"estimate before synthesis fits ({used})")
         return EXIT_OK
+    if args.synth_only:
+        return _print_synthesis(report, board, args.config)
     from .report import summary_text
     print(summary_text(report), end="")
+    return EXIT_OK
+
+
+def _print_synthesis(result: dict, board, name) -> int:
+    from .report import levels_lines
+
+    used = ", ".join(f"{r} {n} of {board.total(r)}" for r, n in
+                     result["synthesis_estimate"].items())
+    print(f"configuration {name} on the {board.name}: synthesis fits ({used})")
+    print("\n".join(levels_lines(result["lut_levels"], worst=10)))
+    print(f"netlist: {result['netlist']} (its deepest paths: python -m bitstreams.levels "
+          f"{result['netlist']})")
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ from isa.config import VTAConfig
 
 from .boards import RESOURCES, Board
 
-__all__ = ["make_report", "summary_text", "markdown_table", "critical_paths", "core_fmax",
+__all__ = ["make_report", "summary_text", "levels_lines", "markdown_table", "critical_paths", "core_fmax",
            "CORE_CLOCK"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
@@ -95,6 +95,13 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
     }
 
 
+def levels_lines(lv: dict, worst: int = 5) -> list:
+    """The readable lines of a netlist's LUT4-level summary (``lut_levels`` of a report)."""
+    return ([f"LUT4 levels between registers: at most {lv['max']}; inputs per level "
+             + ", ".join(f"{k}: {v}" for k, v in lv["histogram"].items())]
+            + [f"  {n} levels into {end}" for n, end in lv["worst"][:worst]])
+
+
 def summary_text(r: dict) -> str:
     lines = [f"VTA on {r['board']} ({r['device']}, speed grade {r['speed_grade']}), "
              f"configuration {r['config']['name']}",
@@ -110,11 +117,8 @@ def summary_text(r: dict) -> str:
     for cp in r.get("critical_paths", []):
         lines += ["", f"critical path ({cp['delay_ns']} ns, {cp['logic_levels']} logic levels):",
                   f"  from {cp['start']}", f"  to   {cp['end']}"]
-    lv = r.get("lut_levels")
-    if lv:
-        lines += ["", f"LUT4 levels between registers: at most {lv['max']}; inputs per level "
-                  + ", ".join(f"{k}: {v}" for k, v in lv["histogram"].items())]
-        lines += [f"  {n} levels into {end}" for n, end in lv["worst"][:5]]
+    if r.get("lut_levels"):
+        lines += ["", *levels_lines(r["lut_levels"])]
     tried = r.get("seeds", {})
     others = (f" (the fastest of seeds {', '.join(tried)}: "
               f"{', '.join(f'{v:.2f}' for v in tried.values())} MHz)" if len(tried) > 1 else "")

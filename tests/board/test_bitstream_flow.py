@@ -86,3 +86,43 @@ def test_cli_refusals(capsys, tmp_path):
     assert list(tmp_path.iterdir()) == []                   # nothing partial written
     with pytest.raises(UsageError, match="unknown board"):
         get_board("de10-nano")
+
+
+FAKE_YOSYS = """#!{python}
+import json, sys
+# the netlist: FF a -> LUT l1 -> LUT l2 -> FF b.DI (two levels), and the stat Amaranth asks for
+def cell(kind, ins, outs):
+    return {{"type": kind, "connections": {{**{{p: [b] for p, b in ins.items()}},
+                                           **{{p: [b] for p, b in outs.items()}}}},
+            "port_directions": {{**{{p: "input" for p in ins}}, **{{p: "output" for p in outs}}}}}}
+cells = {{"a": cell("TRELLIS_FF", {{"DI": 4}}, {{"Q": 2}}), "l1": cell("LUT4", {{"A": 2}}, {{"Z": 3}}),
+         "l2": cell("LUT4", {{"A": 3}}, {{"Z": 4}}),
+         "b_TRELLIS_FF_Q": cell("TRELLIS_FF", {{"DI": 4}}, {{"Q": 5}})}}
+json.dump({{"modules": {{"vta_board": {{"attributes": {{"top": "1"}}, "cells": cells,
+                                      "netnames": {{}}}}}}}}, open("vta_board.json", "w"))
+json.dump({{"design": {{"num_cells_by_type": {{"LUT4": 2, "TRELLIS_FF": 2, "DP16KD": 62,
+                                             "MULT18X18D": 35}}}}}}, open("vta_board.stat.json", "w"))
+open(sys.argv[sys.argv.index("-l") + 1], "w").write("End of script.\\n")
+"""
+
+
+def test_cli_synth_only_prints_the_fit_and_the_lut_levels(capsys, tmp_path, monkeypatch):
+    import sys
+    yosys = tmp_path / "yosys-fake"
+    yosys.write_text(FAKE_YOSYS.format(python=sys.executable))
+    yosys.chmod(0o755)
+    monkeypatch.setenv("YOSYS", str(yosys))
+    for var in ("NEXTPNR_ECP5", "ECPPACK"):     # asked only for their versions
+        monkeypatch.setenv(var, "true")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("{}")      # an earlier build's: a synthesis keeps it
+    assert main(["bitstream", "--config", "ecp5-small", "--synth-only", "-q",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "synthesis fits (LUT4 2 of 83640, FF 2 of 83640, DP16KD 62 of 208" in text
+    assert "LUT4 levels between registers: at most 2; inputs per level 2: 2" in text
+    assert "2 levels into b_TRELLIS_FF_Q.DI" in text
+    assert f"netlist: {out / 'build' / 'vta_board.json'}" in text
+    # no bitstream and no new report; the earlier build's report is still there
+    assert (out / "report.json").read_text() == "{}" and not (out / "vta_board.bit").exists()
