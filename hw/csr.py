@@ -27,7 +27,8 @@ class ControlRegisters(wiring.Component):
     One transaction at a time per direction: a write is accepted when AW and W are both valid
     (``awready``/``wready`` in that cycle) and answered with ``bvalid`` from the next cycle; a
     read is accepted when AR is valid and answered with ``rvalid`` from two cycles later (the
-    word is picked in two registered stages). A write of CTRL with bit 0 set while the core is
+    word is picked in two registered stages; the core's status, CTRL and the error registers,
+    as it was a cycle before the handshake). A write of CTRL with bit 0 set while the core is
     not running pulses ``launch`` in the next cycle.
     Unmapped reads return 0; writes to read-only registers are ignored. Responses are OKAY.
     """
@@ -82,9 +83,16 @@ class ControlRegisters(wiring.Component):
         rdata = Signal(32)
         m.d.comb += [bus.rvalid.eq(rvalid), bus.rdata.eq(rdata), bus.rresp.eq(0),
                      bus.arready.eq(~rvalid & ~picking)]
+        # The core's status as registers, a cycle old when read: its error code and index
+        # are the core's choice among held candidates (LUT levels before they arrive), which
+        # must not add to the read's picking stage (Fmax). Nothing a host polls can tell.
+        running, done = Signal(), Signal()
+        error_code, error_index = Signal.like(self.error_code), Signal.like(self.error_index)
+        m.d.sync += [running.eq(self.running), done.eq(self.done),
+                     error_code.eq(self.error_code), error_index.eq(self.error_index)]
         by_name = {
-            "CTRL": self.running | (self.done << 1) | ((self.error_code != 0) << 2),
-            "ERROR_CODE": self.error_code, "ERROR_INDEX": self.error_index,
+            "CTRL": running | (done << 1) | ((error_code != 0) << 2),
+            "ERROR_CODE": error_code, "ERROR_INDEX": error_index,
             "INSN_ADDR": insn_addr, "INSN_COUNT": insn_count, "DRAM_SIZE": dram_size,
             "CYCLES_LO": self.cycles[:32], "CYCLES_HI": self.cycles[32:],
             **{name.upper(): getattr(self, name) for name in COUNTERS},

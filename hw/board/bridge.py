@@ -53,12 +53,20 @@ class UartBridge(wiring.Component):
         # the FIFO's read enable comes from flip-flops only, not from the FSM's decode (a byte
         # arrives every ~30 cycles at the fastest baud, so one byte every two cycles is plenty).
         byte, got = Signal(8), Signal()
+        # the byte's decode as registers loaded with it: the FSM's tests are flip-flops
+        is_write, is_cmd = Signal(), Signal()
         m.d.comb += fifo.r_en.eq(~got)
         with m.If(fifo.r_rdy & ~got):
-            m.d.sync += [byte.eq(fifo.r_data), got.eq(1)]
+            m.d.sync += [byte.eq(fifo.r_data), got.eq(1),
+                         is_write.eq(fifo.r_data == H.CMD_WRITE),
+                         is_cmd.eq((fifo.r_data == H.CMD_WRITE)
+                                   | (fifo.r_data == H.CMD_READ))]
 
-        cmd = Signal(8)
+        cmd_write = Signal()
         count = Signal(8)
+        # `count == 0` and `count == 1` as registers set with `count` (two LUT levels of an
+        # 8-bit compare off the FSM's transitions and the strobe's enable: Fmax)
+        count_zero, count_one = Signal(), Signal()
         addr = self.bus.addr
         shift = Signal(32)
         nbytes = Signal(range(5))
@@ -85,19 +93,24 @@ class UartBridge(wiring.Component):
             with m.If(got):
                 m.d.sync += got.eq(0)
 
+        def decrement(m):
+            """One word of the command done: ``count`` and its flags move on."""
+            m.d.sync += [count.eq(count - 1), count_zero.eq(count_one), count_one.eq(count == 2)]
+
         with m.FSM():
             with m.State("CMD"):
                 with m.If(got):
                     m.d.sync += got.eq(0)
-                    with m.If((byte == H.CMD_WRITE) | (byte == H.CMD_READ)):
-                        m.d.sync += [cmd.eq(byte), we.eq(byte == H.CMD_WRITE)]
+                    with m.If(is_cmd):
+                        m.d.sync += [cmd_write.eq(is_write), we.eq(is_write)]
                         m.next = "LEN"
             with m.State("LEN"):
                 take(m)
                 with m.If(timed_out):
                     m.next = "CMD"
                 with m.Elif(got):
-                    m.d.sync += [count.eq(byte), nbytes.eq(4)]
+                    m.d.sync += [count.eq(byte), count_zero.eq(byte == 0),
+                                 count_one.eq(byte == 1), nbytes.eq(4)]
                     m.next = "ADDR"
             with m.State("ADDR"):
                 take(m)
@@ -107,9 +120,9 @@ class UartBridge(wiring.Component):
                     m.d.sync += [shift.eq((shift << 8) | byte), nbytes.eq(nbytes - 1)]
                     with m.If(nbytes == 1):
                         m.d.sync += [nbytes.eq(4), addr.eq(((shift << 8) | byte)[:len(addr)])]
-                        with m.If(count == 0):
+                        with m.If(count_zero):
                             m.next = "CMD"
-                        with m.Elif(cmd == H.CMD_WRITE):
+                        with m.Elif(cmd_write):
                             m.next = "WDATA"
                         with m.Else():
                             m.d.sync += stb.eq(1)
@@ -117,9 +130,9 @@ class UartBridge(wiring.Component):
             with m.State("WDATA"):
                 with m.If(stb):
                     with m.If(self.bus.ack):
-                        m.d.sync += [stb.eq(0), addr.eq(addr + 1), count.eq(count - 1),
-                                     nbytes.eq(4)]
-                        with m.If(count == 1):
+                        m.d.sync += [stb.eq(0), addr.eq(addr + 1), nbytes.eq(4)]
+                        decrement(m)
+                        with m.If(count_one):
                             m.next = "CMD"
                 with m.Else():
                     take(m)
@@ -138,8 +151,9 @@ class UartBridge(wiring.Component):
                 with m.If(utx.data.ready):
                     m.d.sync += [shift.eq(shift << 8), nbytes.eq(nbytes - 1)]
                     with m.If(nbytes == 1):
-                        m.d.sync += [addr.eq(addr + 1), count.eq(count - 1)]
-                        with m.If(count == 1):
+                        m.d.sync += addr.eq(addr + 1)
+                        decrement(m)
+                        with m.If(count_one):
                             m.next = "CMD"
                         with m.Else():
                             m.d.sync += stb.eq(1)

@@ -70,17 +70,19 @@ class MemPortSram(wiring.Component):
     READ", "in WRITE", the output stage's valid) again in ``copies`` copies, one per group
     of block RAMs (:attr:`lanes`), each updated from its own values, so that every
     block-RAM pin is a register or one LUT of registers placed beside its group, not a net
-    fanned out to the whole memory (Fmax). A lane's address is the SRAM's: in a cycle in
-    which ``claim`` is high it loads ``claim_addr`` (another user's, who owns the SRAM in the
-    next cycle; the adapter is then idle and held); ``sram`` reads the SRAM's word (its other members are the
-    adapter's own view, for a single SRAM).
+    fanned out to the whole memory (Fmax). A lane's address is the SRAM's: while its lane has
+    no burst and takes no command it follows ``claim_addr`` (another user's, who owns the SRAM
+    from a cycle in which the adapter is idle and then holds it: the address is the user's
+    from the cycle after, and the decision to grant the SRAM is no input of the address
+    registers: Fmax); ``sram`` reads the SRAM's word (its other members are the adapter's own
+    view, for a single SRAM).
     """
 
     def __init__(self, cfg: VTAConfig, addr_bits: int, copies: int = 1):
         self._cfg = cfg
         super().__init__({"port": In(MemPortSignature(cfg)), "hold": In(1), "idle": Out(1),
                           "busy_next": Out(1), "stall": Out(1),
-                          "claim": In(1), "claim_addr": In(addr_bits),
+                          "claim_addr": In(addr_bits),
                           "sram": Out(SramSignature(cfg.bus_width, addr_bits))})
         self.lanes = [SramLane(addr_bits, g) for g in range(copies)]
 
@@ -153,7 +155,7 @@ class MemPortSram(wiring.Component):
             m.d.sync += lane.addr.eq(lane.addr + 1)
             with m.If(port.wr.payload.last):
                 m.d.sync += lane.write.eq(0)       # the FSM's WRITE -> ACK
-        with m.If(self.claim):
+        with m.If(~lane.read & ~lane.write):
             m.d.sync += lane.addr.eq(self.claim_addr)
         with m.If(take_read):
             m.d.sync += [lane.read.eq(1), lane.addr.eq(port.rcmd.payload.addr >> shift)]
@@ -166,7 +168,7 @@ class OnChipMemory(wiring.Component):
 
     The core has priority: a host access is granted in a cycle in which the adapter is idle and
     the core requests nothing, and served from the register ``grant`` in the next cycle (the
-    adapter held; the block RAMs' address registers took the host's word when it was
+    adapter held; the block RAMs' address registers hold the host's word when it is
     granted), so no path runs from the core's command valid to the block RAMs (Fmax); a write
     is acknowledged in that cycle, a read three cycles later (the word passes the block RAM's
     output register and a register beside the block RAMs; the core's next command waits the
@@ -236,8 +238,9 @@ class OnChipMemory(wiring.Component):
         m.d.comb += ad.hold.eq(held)
         m.d.sync += [reading.eq(grant & ~wrote), answer.eq(reading), answered.eq(answer)]
         m.d.sync += read_lane.eq(lane)
-        # the lanes' addresses (the block RAMs' pins) take the host's word when it is granted
-        m.d.comb += [ad.claim.eq(decide), ad.claim_addr.eq(word)]
+        # the lanes' addresses (the block RAMs' pins) follow the host's word while the adapter
+        # is idle, so they hold it when the host is granted (its address stays until the ack)
+        m.d.comb += ad.claim_addr.eq(word)
         # Each group of block RAMs has its own copy of the grant and of "reading", and of the
         # adapter's registers (`MemPortSram.lanes`): every pin below is a register or one LUT
         # of registers of its group (and the core's `rd.ready`/`wr` inputs). A copy's next
