@@ -226,8 +226,9 @@ class OnChipMemory(wiring.Component):
         # command in the cycle of the decision (none is offered) nor while the host owns the
         # port or its output register.
         decide = Signal()
-        m.d.comb += decide.eq(bus.stb & ~grant & ~reading & ~answer & ~answered & ad.idle
-                                  & ~ad.busy_next)
+        free = Signal(init=1)                # ~grant & ~reading & ~answer & ~answered
+        m.d.comb += decide.eq(bus.stb & free & ad.idle & ~ad.busy_next)
+        m.d.sync += free.eq(~decide & ~(grant & ~wrote) & ~reading & ~answer)
         host_wdata = Signal(w)
         host_wen = Signal(w // 8)            # zero but in a granted write
         m.d.sync += [grant.eq(decide), wrote.eq(decide & bus.we),
@@ -247,8 +248,8 @@ class OnChipMemory(wiring.Component):
         # value reads the copy itself (Yosys merges identical flip-flops).
         for g, (sram, oce, lane) in enumerate(zip(srams, oces, ad.lanes)):
             g_grant, g_reading = _kept(1, f"grant{g}"), _kept(1, f"reading{g}")
-            m.d.sync += [g_grant.eq(bus.stb & ~g_grant & ~reading & ~answer & ~answered
-                                    & ad.idle & ~ad.busy_next),          # `decide`
+            m.d.sync += [g_grant.eq(bus.stb & ~g_grant & free & ad.idle
+                                    & ~ad.busy_next),                    # `decide`
                          g_reading.eq(g_grant & ~wrote)]
             lo, bytes_ = g * gbits, gbits // 8
             # The latch reads in every cycle but those in which a burst's stages hold (a read

@@ -6,7 +6,7 @@ line) and in the ULX3S top (:mod:`.ulx3s`).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -152,12 +152,17 @@ class BoardSoC(wiring.Component):
         # The decode is registered and an access reaches its slave from its second cycle
         # (`settled`: the same access, so the same address, a cycle before), so no path runs
         # from the address compares into the memory's block-RAM port (Fmax).
+        # The slave's acknowledgement and read word reach the bridge through registers, a
+        # cycle later (the slaves' answer logic and the bridge's FSM are not one path: Fmax);
+        # a slave sees its strobe drop in the cycle after its ack (``settled``), as before.
         host = bridge.bus
         page_bits = (H.PAGE_BYTES // H.WORD_BYTES).bit_length() - 1
         is_csr, is_mem, settled = Signal(), Signal(), Signal()
+        ack, rdata = Signal(), Signal(32)
         m.d.sync += [is_csr.eq(host.addr[page_bits:] == H.CSR_BASE // H.PAGE_BYTES),
                      is_mem.eq(host.addr < self._mem_bytes // H.WORD_BYTES),
-                     settled.eq(host.stb & ~host.ack)]
+                     settled.eq(host.stb & ~ack & ~host.ack),
+                     host.ack.eq(ack), host.rdata.eq(rdata)]
         stb = host.stb & settled
         for slave, sel in ((to_csr.bus, is_csr), (mem.bus, is_mem)):
             m.d.comb += [slave.addr.eq(host.addr), slave.we.eq(host.we),
@@ -165,21 +170,22 @@ class BoardSoC(wiring.Component):
         # The description's word from a register too (its address compares are 3 LUT levels
         # before the bridge's own): loaded from the address in every cycle, read from the
         # second cycle of an access, when it is the same address's.
-        info = Signal(32)
-        m.d.sync += info.eq(0)                 # unmapped: reads 0
-        with m.If(host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES):
-            with m.Switch(host.addr[:page_bits]):
-                for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),
-                                     (H.INFO_DRAM_BYTES, self._mem_bytes),
-                                     (H.INFO_CLOCK_HZ, self._clock_hz),
-                                     (H.INFO_CONFIG, H.config_word(cfg.key, cfg.bus_width)),
-                                     (H.INFO_STATUS, mem_ready * H.STATUS_MEM_READY)):
-                    with m.Case(index):
-                        m.d.sync += info.eq(value)
+        # The page compare and the word's pick are separate registers (one compare each).
+        info, is_info = Signal(32), Signal()
+        m.d.sync += [info.eq(0),               # unmapped: reads 0
+                     is_info.eq(host.addr[page_bits:] == H.INFO_BASE // H.PAGE_BYTES)]
+        with m.Switch(host.addr[:page_bits]):
+            for index, value in ((H.INFO_MAGIC, H.BOARD_MAGIC),
+                                 (H.INFO_DRAM_BYTES, self._mem_bytes),
+                                 (H.INFO_CLOCK_HZ, self._clock_hz),
+                                 (H.INFO_CONFIG, H.config_word(cfg.key, cfg.bus_width)),
+                                 (H.INFO_STATUS, mem_ready * H.STATUS_MEM_READY)):
+                with m.Case(index):
+                    m.d.sync += info.eq(value)
         with m.If(is_csr):
-            m.d.comb += [host.ack.eq(to_csr.bus.ack), host.rdata.eq(to_csr.bus.rdata)]
+            m.d.comb += [ack.eq(to_csr.bus.ack), rdata.eq(to_csr.bus.rdata)]
         with m.Elif(is_mem):
-            m.d.comb += [host.ack.eq(mem.bus.ack), host.rdata.eq(mem.bus.rdata)]
+            m.d.comb += [ack.eq(mem.bus.ack), rdata.eq(mem.bus.rdata)]
         with m.Else():
-            m.d.comb += [host.ack.eq(stb), host.rdata.eq(info)]   # the description, unmapped
+            m.d.comb += [ack.eq(stb), rdata.eq(Mux(is_info, info, 0))]  # the description
         return m
