@@ -141,9 +141,11 @@ class BoardSoC(wiring.Component):
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
                      core.launch.eq(csr.launch), core.insn_addr.eq(csr.insn_addr),
                      core.insn_count.eq(csr.insn_count), core.dram_size.eq(csr.dram_size)]
-        # The LEDs from a register: the error code is the core's choice among its held error
-        # indices (combinational), which must not reach a pin in the same cycle.
-        m.d.sync += self.leds.eq(core.running | (core.done << 1) | ((core.error_code != 0) << 2))
+        # The LEDs from registers: the error code is the core's choice among its held error
+        # indices (combinational), registered before its test (a cycle later on the LED).
+        code = Signal.like(core.error_code)
+        m.d.sync += [code.eq(core.error_code),
+                     self.leds.eq(core.running | (core.done << 1) | ((code != 0) << 2))]
         for name in ("running", "done", "error_code", "error_index", "cycles", *COUNTERS):
             m.d.comb += getattr(csr, name).eq(getattr(core, name))
 

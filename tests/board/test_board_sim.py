@@ -46,7 +46,9 @@ def test_conformance_images_through_the_serial_host_link():
         assert int(r["alu_uops"]) == reference.counters["alu_counter"], name
         assert int(r["cycles"]) > 0 and int(r["store_busy"]) > 0, name
         assert int(r["ready_polls"]) == 1, name     # on-chip DRAM: ready from reset
+        assert int(r["leds"]) == 0b010, name        # done, not running, no error
     error = results[-1]
     assert (int(error["code"]), int(error["index"])) == (ErrorCode.DRAM_RANGE,
                                                          bad.expected_index)
     assert "DRAM_RANGE" in str(error["error"]) and "Store(" in str(error["error"])
+    assert int(error["leds"]) == 0b110                # done with an error
