@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import HEAD_SETTLE
@@ -13,77 +13,12 @@ from isa.config import VTAConfig
 
 from .fields import queue_entry
 
-__all__ = ["CommandQueue", "FlagFIFO", "TokenQueues", "TOKEN_QUEUES"]
+__all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
 # r_rdy_next reads the settling shift's second-to-last stage, and it promises the module the
 # same head entry next cycle: both need two stages at least.
 assert HEAD_SETTLE >= 2, "hw.queues.CommandQueue.r_rdy_next needs HEAD_SETTLE >= 2"
 
-
-class FlagFIFO(wiring.Component):
-    """Amaranth's :class:`~amaranth.lib.fifo.SyncFIFOBuffered` (``depth`` ≥ 2) with the same
-    ports and cycles (its output register behind a block-RAM FIFO of ``depth − 1`` entries),
-    but the inner FIFO's tests "not empty", "not full", "one entry" and "one short of full"
-    are registers set with the level they test, chosen by the write and read of the cycle, and
-    the level's next value is chosen among level ± 1 and itself: the late ``w_en`` (fetch's
-    dispatch) and ``r_en`` (a module's pop) select among registers and register compares
-    instead of feeding a level compare and an adder (Fmax, §12). ``w_rdy`` is the "not full"
-    register."""
-
-    def __init__(self, width: int, depth: int):
-        assert depth >= 2, "FlagFIFO models SyncFIFOBuffered's depth >= 2"
-        self._depth = depth
-        super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
-            "level": Out(range(depth + 1)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        n = self._depth - 1                 # the inner FIFO's entries
-        m.submodules.storage = storage = Memory(shape=len(self.w_data), depth=n, init=[])
-        w_port, r_port = storage.write_port(), storage.read_port(domain="sync")
-        inner = Signal(range(n + 1))
-        nonzero = Signal()                  # ``inner != 0``
-        room = Signal(init=1)               # ``inner != n``
-        one = Signal()                      # ``inner == 1``
-        short = Signal(init=n == 1)         # ``inner == n − 1``
-        produce = Signal(range(n))
-        consume = Signal(range(n))
-        do_write, do_read = Signal(), Signal()
-        m.d.comb += [
-            self.w_rdy.eq(room),
-            do_write.eq(self.w_en & room),
-            do_read.eq(nonzero & (~self.r_rdy | self.r_en)),   # the output register refills
-            w_port.addr.eq(produce), w_port.data.eq(self.w_data), w_port.en.eq(do_write),
-            r_port.addr.eq(consume), r_port.en.eq(do_read), self.r_data.eq(r_port.data),
-            self.level.eq(inner + self.r_rdy),
-        ]
-
-        def incr(v):
-            return Mux(v == n - 1, 0, v + 1)
-
-        with m.If(do_write):
-            m.d.sync += produce.eq(incr(produce))
-        with m.If(do_read):
-            m.d.sync += consume.eq(incr(consume))
-        up, down = do_write & ~do_read, do_read & ~do_write
-        inner_up, inner_down = Signal.like(inner), Signal.like(inner)
-        m.d.comb += [inner_up.eq(inner + 1), inner_down.eq(inner - 1)]
-        # (each flag: its value after one entry more, after one less, else itself)
-        for reg, after_up, after_down in (
-                (inner, inner_up, inner_down),
-                (nonzero, 1, ~one),
-                (room, ~short, 1),
-                (one, inner == 0, inner == 2),
-                (short, inner == n - 2, inner == n)):
-            m.d.sync += reg.eq(Mux(up, after_up, Mux(down, after_down, reg)))
-        with m.If(do_read):
-            m.d.sync += self.r_rdy.eq(1)
-        with m.Elif(self.r_en):
-            m.d.sync += self.r_rdy.eq(0)
-        return m
 
 
 class CommandQueue(wiring.Component):
@@ -113,14 +48,13 @@ class CommandQueue(wiring.Component):
         })
 
     def elaborate(self, platform):
-        assert self._depth >= 2, "CommandQueue's FlagFIFO needs cmd_queue_depth >= 2"
+        assert self._depth >= 2, "CommandQueue's registered w_rdy models SyncFIFOBuffered's depth >= 2"
         m = Module()
-        m.submodules.fifo = fifo = FlagFIFO(width=len(self.w_data.as_value()),
-                                            depth=self._depth)
-        # (``w_rdy`` is the FIFO's "not full" register: fetch's dispatch starts from it)
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.w_data.as_value()),
+                                                    depth=self._depth)
         m.d.comb += [
             fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en),
-            self.w_rdy.eq(fifo.w_rdy), fifo.r_en.eq(self.r_en),
+            self.w_rdy.eq(self._w_rdy(m, fifo)), fifo.r_en.eq(self.r_en),
             self.level.eq(fifo.level),
         ]
         # The FIFO's output holds while it is not read: ``settled`` shifts in "the same entry
@@ -143,6 +77,24 @@ class CommandQueue(wiring.Component):
             m.d.sync += empty.eq(read & (fifo.level == 1))
         m.d.comb += self.empty.eq(empty)
         return m
+
+    def _w_rdy(self, m, fifo):
+        """The FIFO's ``w_rdy`` (its inner memory, ``depth − 1`` entries, not full) as a
+        register loaded with its next value, so fetch's dispatch starts from a flip-flop
+        (Fmax). Equal to the FIFO's own in every cycle (the inner level is the level less
+        the output register's entry; the FIFO refills that register whenever it is empty or
+        read)."""
+        inner_depth = self._depth - 1
+        w_rdy = Signal(init=1)
+        inner = Signal(range(inner_depth + 1))
+        m.d.comb += inner.eq(fifo.level - fifo.r_rdy)
+        wrote = self.w_en & w_rdy
+        moved = (inner != 0) & (~fifo.r_rdy | self.r_en)
+        with m.If(wrote & ~moved):
+            m.d.sync += w_rdy.eq(inner != inner_depth - 1)
+        with m.Elif(moved & ~wrote):
+            m.d.sync += w_rdy.eq(1)
+        return w_rdy
 
 
 class TokenQueues(wiring.Component):
