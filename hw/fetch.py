@@ -280,13 +280,8 @@ class FetchModule(wiring.Component):
         # ``index == insn_count − 1`` as a register set with ``index`` (from ``insn_count``
         # compared with 1 and 2 in every cycle): the last dispatch reads no 32-bit compare
         one = Signal(reset_less=True)
-        # (``== 0`` and ``== 1`` as OR trees: as ``$eq`` cells they merge with the reader's
-        # compares of the same count into its carry logic, six LUT levels deep)
-        upper = Signal()
-        m.d.comb += upper.eq(self.insn_count[1:].any())
-        m.d.sync += [empty.eq(~upper & ~self.insn_count[0]),
-                     beyond.eq(insn_end > self.dram_size),
-                     last.eq(self.insn_count - 2), one.eq(~upper & self.insn_count[0])]
+        m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
+                     last.eq(self.insn_count - 2), one.eq(self.insn_count == 1)]
 
         # The dispatch point (RUN): the head leaves into its queue, or raises its field error,
         # or waits (quiet: only a queue's room can move it).
