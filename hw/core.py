@@ -203,7 +203,10 @@ class VTACore(wiring.Component):
             m.d.sync += [err_code.eq(Mux(fetch.err, fetch.err_code, core_code)),
                          err_index.eq(Mux(fetch.err, fetch.err_index, core_index))]
 
-        with m.If(running & modules[1].finish & ~best_valid):
+        # (A FINISH that retires with a module error in the same cycle sets ``finish_seen``
+        # too, but that error is ``mod_err`` from the next cycle on, which keeps ``end`` low:
+        # the set condition needs no module error, the deepest input, Fmax §12.)
+        with m.If(running & modules[1].finish):
             m.d.sync += finish_seen.eq(1)
         end = Signal()
         m.d.comb += end.eq((failed & arb_halt & arb.idle)
@@ -218,23 +221,27 @@ class VTACore(wiring.Component):
         return {"running": running, "done": done}
 
     def _module_error(self, m, modules, running, done):
-        """The pending module error: ``mod_err`` latched at the end of the first cycle *E*
+        """The pending module error: ``mod_err`` high from the cycle after the first cycle *E*
         in which a module raises one (while running), and (code, index) of the one with the
-        lowest instruction index. Those are chosen in *E* + 1 from the modules' error
-        outputs held in registers, so no index compare follows the modules' state decode
-        (Fmax, §12 step 8); in *E* + 1 the returned values are that choice itself, so they
-        read the same in every cycle as if latched at once. Returns (``mod_err``, code,
-        index, any module error in this cycle)."""
+        lowest instruction index. Both come from the modules' error outputs held in registers
+        (``_first_module_error``) and a register of ``running & ~done`` of the cycle before, so
+        neither the modules' late error outputs nor an index compare reach a control register
+        in *E* (Fmax, §12 steps 8 and 21): in *E* + 1 ``mod_err`` is those registers' AND-OR,
+        later the register ``mod_err_before`` holds it. Code and index are chosen in *E* + 1
+        (``fresh``) and latched; the returned values read the same in every cycle as if latched
+        at once. Returns (``mod_err``, code, index, any module error in this cycle)."""
         mod_err = Signal()
-        fresh = Signal()            # mod_err set at the end of the cycle before
+        mod_err_before = Signal()   # ``mod_err`` of the cycle before
+        live_before = Signal()      # ``running & ~done`` of the cycle before
+        fresh = Signal()            # the first module error was in the cycle before
         code, index = Signal(ERR_BITS), Signal(INDEX_BITS)
         code_now, index_now = Signal(ERR_BITS), Signal(INDEX_BITS)
         any_err = Signal()
         m.d.comb += any_err.eq(Cat(*[mod.err for mod in modules]).any())
-        best_code, best_index = self._first_module_error(m, modules)
-        m.d.sync += fresh.eq(0)
-        with m.If(running & ~done & ~mod_err & any_err):
-            m.d.sync += [mod_err.eq(1), fresh.eq(1)]
+        best_code, best_index, held_any = self._first_module_error(m, modules)
+        m.d.sync += [mod_err_before.eq(mod_err), live_before.eq(running & ~done)]
+        m.d.comb += [fresh.eq(live_before & held_any & ~mod_err_before),
+                     mod_err.eq(mod_err_before | fresh)]
         with m.If(fresh):
             m.d.sync += [code.eq(best_code), index.eq(best_index)]
         m.d.comb += [code_now.eq(Mux(fresh, best_code, code)),
@@ -296,7 +303,7 @@ class VTACore(wiring.Component):
     def _first_module_error(self, m, modules):
         """The modules' errors of the cycle before, held in registers: (code, index) of the
         one with the lowest instruction index (``_lowest``; ties cannot happen: one index,
-        one module)."""
+        one module), and whether there is one."""
         held = [(Signal(name=f"held_err_{i}"), Signal(ERR_BITS, name=f"held_code_{i}"),
                  Signal(INDEX_BITS, name=f"held_index_{i}")) for i in range(len(modules))]
         for (err, code, index), mod in zip(held, modules):
@@ -307,7 +314,9 @@ class VTACore(wiring.Component):
         for t, (_err, code, index) in zip(take, held):
             with m.If(t):
                 m.d.comb += [best_code.eq(code), best_index.eq(index)]
-        return best_code, best_index
+        held_any = Signal()
+        m.d.comb += held_any.eq(Cat(*[h[0] for h in held]).any())
+        return best_code, best_index, held_any
 
     def _counters(self, m, go, ctl, fetch, modules, arb):
         """The cycle counter and the event counters (``COUNTERS``): each counts, at the end of

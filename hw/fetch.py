@@ -58,8 +58,7 @@ class HeadFIFO(wiring.Component):
         consume = Signal(range(n))
         waiting = Signal(range(n + 1))      # entries in the ring
         some = Signal()                     # ``waiting != 0``, set with it
-        do_write, do_read, refill, to_ring, from_ring = (Signal(name=x) for x in (
-            "do_write", "do_read", "refill", "to_ring", "from_ring"))
+        do_write, refill = Signal(name="do_write"), Signal(name="refill")
 
         def inc(v):
             return Mux(v == n - 1, 0, v + 1)
@@ -67,29 +66,31 @@ class HeadFIFO(wiring.Component):
         m.d.comb += [
             self.w_rdy.eq(self.level != self._depth),
             do_write.eq(self.w_en & self.w_rdy),
-            do_read.eq(self.r_en & self.r_rdy),
             refill.eq(~self.r_rdy | self.r_en),        # the head register loads this cycle
-            to_ring.eq(do_write & (some | ~refill)),   # the entry waits behind the head
-            from_ring.eq(refill & some),
             wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
             rp.addr.eq(consume),
         ]
-        with m.If(to_ring):
-            m.d.sync += produce.eq(inc(produce))
-        with m.If(from_ring):
-            m.d.sync += consume.eq(inc(consume))
-        m.d.sync += waiting.eq(waiting + to_ring - from_ring)
-        with m.Switch(Cat(to_ring, from_ring)):
-            with m.Case(0b01):
-                m.d.sync += some.eq(1)
-            with m.Case(0b10):
-                m.d.sync += some.eq(waiting != 1)
+        # The ring's bookkeeping for each value of ``r_en`` (the latest input: fetch's dispatch
+        # follows the queues' ``w_rdy``), made from the registers and ``do_write``; ``r_en``
+        # only picks one (Fmax, §12).
+        regs = (produce, consume, waiting, some, self.level)
+        nexts = []
+        for r in (0, 1):
+            refill_r = ~self.r_rdy | r
+            to_r, from_r = do_write & (some | ~refill_r), refill_r & some
+            nexts.append((
+                Mux(to_r, inc(produce), produce),
+                Mux(from_r, inc(consume), consume),
+                waiting + to_r - from_r,
+                Mux(to_r & ~from_r, 1, Mux(from_r & ~to_r, waiting != 1, some)),
+                self.level + do_write - (r & self.r_rdy),
+            ))
+        m.d.sync += [reg.eq(Mux(self.r_en, n1, n0)) for reg, n0, n1 in zip(regs, *nexts)]
         with m.If(refill):
             with m.If(some):
                 m.d.sync += [self.r_data.eq(rp.data), self.r_rdy.eq(1)]
             with m.Else():
                 m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(do_write)]
-        m.d.sync += self.level.eq(self.level + do_write - do_read)
         return m
 
 
@@ -135,8 +136,9 @@ class FetchModule(wiring.Component):
         # as it enters: the dispatch point reads them from the entry, so no decode logic lies
         # between the buffer's read pointer and dispatch, the core's failure and the memory
         # arbiter's halt (docs/hardware.md §12). Timing is unchanged.
-        entry = data.StructLayout({"word": 128, "target": range(3), "illegal": 1,
-                                   "code": ERR_BITS})
+        # ``to``: the target queue one-hot, all zero for an illegal instruction, so a queue's
+        # write enable is one AND of registers and that queue's ``w_rdy`` (Fmax, §12).
+        entry = data.StructLayout({"word": 128, "to": 3, "illegal": 1, "code": ERR_BITS})
         m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth)
         w_entry = Signal(entry)
         r_entry = Signal(entry)
@@ -157,26 +159,22 @@ class FetchModule(wiring.Component):
             rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
         ]
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
-        self._request_gate(m, reader, buf, per, depth, running, run_end, inflight, rcmd_fire,
-                           rd_done)
+        head_bad = Signal()         # an illegal instruction at the dispatch point: fetch stops
+        at_last = Signal()          # ``index == insn_count − 1`` (a register, ``_control``)
+        self._request_gate(m, reader, buf, per, depth, running, head_bad, at_last, inflight,
+                           rcmd_fire, rd_done)
         index = Signal(INDEX_BITS)
         m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
         # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
         # other bits is a combinational loop at signal level, which Verilator does not settle.)
-        target_w, illegal_w, code_w = self._decode(m, reader.out.payload)
-        m.d.comb += [w_entry.target.eq(target_w), w_entry.illegal.eq(illegal_w),
-                     w_entry.code.eq(code_w)]
-        target, illegal, illegal_code = r_entry.target, r_entry.illegal, r_entry.code
-        rdy = Signal()
-        m.d.comb += rdy.eq(self.q_rdy[0] & (target == 0) | self.q_rdy[1] & (target == 1)
-                           | self.q_rdy[2] & (target == 2))
-        self._control(m, reader, buf, running, run_end, index, illegal, illegal_code, rdy,
-                      target)
+        to_w, illegal_w, code_w = self._decode(m, reader.out.payload)
+        m.d.comb += [w_entry.to.eq(to_w), w_entry.illegal.eq(illegal_w), w_entry.code.eq(code_w)]
+        self._control(m, reader, buf, running, run_end, head_bad, at_last, index, r_entry)
         return m
 
     @staticmethod
-    def _request_gate(m, reader, buf, per, depth, running, run_end, inflight, rcmd_fire,
-                      rd_done):
+    def _request_gate(m, reader, buf, per, depth, running, head_bad, at_last, inflight,
+                      rcmd_fire, rd_done):
         """The reader's ``issue_ok``: ``running`` and level + P·inflight ≤ 2P − P, kept in a
         register loaded with that condition on the next state, so it has the same value in
         every cycle as the condition on the present state (no cycle changes) but leaves a
@@ -195,23 +193,29 @@ class FetchModule(wiring.Component):
                 f = Signal(name=f"gate_fits_{dl + 1}{di + 1}")
                 m.d.comb += f.eq(held <= bound if bound >= 0 else 0)
                 fits[dl, di] = f
-        step = Cat(buf.w_en & buf.w_rdy, buf.r_en & buf.r_rdy, rcmd_fire, rd_done)
-        fits_next = Signal()
+        # Dispatch (``buf.r_en``, the deepest of the steps: it follows the queues' ``w_rdy``)
+        # only selects between the two outcomes, each made from the other steps; ``running``
+        # stays after a dispatch unless it was the last one, and without one unless the head
+        # is illegal (``run_end``'s two cases).
+        step = Cat(buf.w_en & buf.w_rdy, rcmd_fire, rd_done)
+        fits_next = [Signal(name=f"gate_fits_r{r}") for r in (0, 1)]
         with m.Switch(step):
-            for w, r, c, d in itertools.product((0, 1), repeat=4):
-                with m.Case(w | r << 1 | c << 2 | d << 3):
-                    m.d.comb += fits_next.eq(fits[w - r, c - d])
-        m.d.sync += gate.eq((reader.start | running & ~run_end) & fits_next)
+            for w, c, d in itertools.product((0, 1), repeat=3):
+                with m.Case(w | c << 1 | d << 2):
+                    m.d.comb += [fits_next[r].eq(fits[w - r, c - d]) for r in (0, 1)]
+        stays = Signal()
+        m.d.comb += stays.eq(reader.start | running & ~head_bad)
+        m.d.sync += gate.eq(Mux(buf.r_en, ~at_last & fits_next[1], stays & fits_next[0]))
 
     def _decode(self, m, word):
-        """(queue, field error?, its code) of the instruction ``word``, combinationally, the
-        checks in the functional simulator's order."""
+        """(queue one-hot, none for a field error; field error?; its code) of the instruction
+        ``word``, combinationally, the checks in the functional simulator's order."""
         cfg = self._cfg
         head = Signal(mem_insn())
         hg = Signal(gemm_insn(cfg))
         ha = Signal(alu_insn(cfg))
         m.d.comb += [head.eq(word), hg.eq(word), ha.eq(word)]
-        target = Signal(range(3), name="decode_target")
+        to = Signal(3, name="decode_to")
         illegal = Signal(name="decode_illegal")
         illegal_code = Signal(ERR_BITS, name="decode_code")
         pads = Signal()
@@ -221,13 +225,13 @@ class FetchModule(wiring.Component):
         m.d.comb += empty.eq((hg.iter_out == 0) | (hg.iter_in == 0) | (hg.uop_end <= hg.uop_bgn))
 
         def bad(code):
-            m.d.comb += [illegal.eq(1), illegal_code.eq(code)]
+            m.d.comb += [illegal.eq(1), illegal_code.eq(code), to.eq(0)]
 
         # Routing and the static checks, in the order of the functional simulator's decoder.
-        m.d.comb += target.eq(1)
+        m.d.comb += to.eq(1 << 1)
         with m.Switch(head.opcode):
             with m.Case(Opcode.STORE):
-                m.d.comb += target.eq(2)
+                m.d.comb += to.eq(1 << 2)
                 with m.If(head.pop_next | head.push_next):
                     bad(ErrorCode.ILLEGAL_DEP_FLAG)
                 with m.Elif(head.x_size == 0):
@@ -239,7 +243,7 @@ class FetchModule(wiring.Component):
             with m.Case(Opcode.LOAD):
                 with m.Switch(head.memory_type):
                     with m.Case(MemType.INP, MemType.WGT):
-                        m.d.comb += target.eq(0)
+                        m.d.comb += to.eq(1 << 0)
                         with m.If(head.pop_prev | head.push_prev):
                             bad(ErrorCode.ILLEGAL_DEP_FLAG)
                     with m.Case(MemType.UOP, MemType.ACC, MemType.ACC_8BIT):
@@ -258,15 +262,16 @@ class FetchModule(wiring.Component):
                 pass
             with m.Default():
                 bad(ErrorCode.ILLEGAL_OPCODE)
-        return target, illegal, illegal_code
+        return to, illegal, illegal_code
 
-    def _control(self, m, reader, buf, running, run_end, index, illegal, illegal_code, rdy,
-                 target):
+    def _control(self, m, reader, buf, running, run_end, head_bad, at_last, index, r_entry):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
 
         The launch's values (present from the cycle before ``start``) are checked and
         ``insn_count − 2`` formed in reset-less registers loaded in every cycle, so no carry
-        chain lies on the start condition or on the last dispatch (Fmax)."""
+        chain lies on the start condition or on the last dispatch (Fmax). ``running`` is high
+        exactly in RUN: dispatch is decided from it (one flip-flop, not the state's decode),
+        the head's registers, ``halt`` and the queues' ``w_rdy`` (Fmax, §12)."""
         insn_end = Signal(40)
         empty = Signal(reset_less=True)
         beyond = Signal(reset_less=True)
@@ -275,9 +280,27 @@ class FetchModule(wiring.Component):
         # ``index == insn_count − 1`` as a register set with ``index`` (from ``insn_count``
         # compared with 1 and 2 in every cycle): the last dispatch reads no 32-bit compare
         one = Signal(reset_less=True)
-        at_last = Signal()
         m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
                      last.eq(self.insn_count - 2), one.eq(self.insn_count == 1)]
+
+        # The dispatch point (RUN): the head leaves into its queue, or raises its field error,
+        # or waits (quiet: only a queue's room can move it).
+        live = Signal()             # RUN, a head present and no halt
+        dispatch = Signal()
+        m.d.comb += [
+            live.eq(running & buf.r_rdy & ~self.halt),
+            head_bad.eq(live & r_entry.illegal),
+            dispatch.eq(live & (r_entry.to & Cat(*self.q_rdy)).any()),
+            buf.r_en.eq(dispatch),
+            run_end.eq(head_bad | dispatch & at_last),
+            self.busy.eq(running),
+            self.stall.eq(live & ~r_entry.illegal & ~dispatch),
+        ]
+        m.d.comb += [self.q_en[i].eq(live & r_entry.to[i] & self.q_rdy[i]) for i in range(3)]
+        with m.If(dispatch):
+            m.d.sync += [index.eq(index + 1), at_last.eq(index == last)]
+        with m.If(run_end):
+            m.d.sync += running.eq(0)
 
         with m.FSM():
             with m.State("IDLE"):
@@ -294,24 +317,13 @@ class FetchModule(wiring.Component):
                         m.d.sync += running.eq(1)
                         m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(buf.r_rdy & ~self.halt):
-                    with m.If(illegal):
-                        m.d.comb += [self.err.eq(1), self.err_code.eq(illegal_code),
-                                     self.err_index.eq(index)]
-                        m.d.comb += run_end.eq(1)
-                        m.d.sync += running.eq(0)
-                        m.next = "STOPPED"
-                    with m.Elif(rdy):
-                        m.d.comb += [self.q_en[i].eq(target == i) for i in range(3)]
-                        m.d.comb += buf.r_en.eq(1)
-                        m.d.sync += [index.eq(index + 1), at_last.eq(index == last)]
-                        with m.If(at_last):
-                            m.d.comb += run_end.eq(1)
-                            m.d.sync += running.eq(0)
-                            m.next = "END"
-                    with m.Else():
-                        m.d.comb += [self.stall.eq(1), self.quiet.eq(1)]
+                m.d.comb += self.quiet.eq(self.stall)
+                with m.If(head_bad):
+                    m.d.comb += [self.err.eq(1), self.err_code.eq(r_entry.code),
+                                 self.err_index.eq(index)]
+                    m.next = "STOPPED"
+                with m.Elif(dispatch & at_last):
+                    m.next = "END"
             with m.State("END"):
                 m.d.comb += [self.quiet.eq(1), self.all_dispatched.eq(1)]
             with m.State("STOPPED"):

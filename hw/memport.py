@@ -142,13 +142,18 @@ class MemArbiter(wiring.Component):
             with m.If(gnt[i]):
                 m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
         can_read = Signal()
-        m.d.comb += [can_read.eq(~self.halt & reads_room),
-                     self.mem.rcmd.valid.eq(can_read & (gnt & req).any())]
+        waiting = Signal()          # the granted client requests
+        open_ = Signal()            # a request of the granted client is taken now
+        m.d.comb += [can_read.eq(~self.halt & reads_room), waiting.eq((gnt & req).any()),
+                     open_.eq(can_read & self.mem.rcmd.ready),
+                     self.mem.rcmd.valid.eq(can_read & waiting)]
         for i in range(n):
             m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
         rcmd_fire = Signal()
         rd_done = Signal()
-        m.d.comb += [rcmd_fire.eq(self.mem.rcmd.valid & self.mem.rcmd.ready),
+        # (``open_`` is made of registers on a board, the memory's ``ready`` a slice's: the
+        # clients' late ``valid`` then passes ``waiting`` and one gate)
+        m.d.comb += [rcmd_fire.eq(open_ & waiting),
                      rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
         # The next grant: held while its client waits, else the first requester from the
         # pointer after this cycle's handshake. Both picks (from ``ptr``, and from the winner's
@@ -170,12 +175,16 @@ class MemArbiter(wiring.Component):
         after_fire = Signal(range(n))
         m.d.comb += after_fire.eq(_wrap_inc(winner, n))
         pick_hold, pick_fire = pick(ptr, "pick_hold"), pick(after_fire, "pick_fire")
+        # (the grant's next value with ``waiting`` as the last choice: a waiting client's
+        # handshake depends on registers only, ``open_``)
+        m.d.sync += gnt.eq(Mux(waiting, Mux(open_, pick_fire, gnt), pick_hold))
         with m.If(rcmd_fire):
-            m.d.sync += [ptr.eq(after_fire), gnt.eq(pick_fire)]
-        with m.Elif(~(gnt & req).any()):                    # not a client waiting: re-pick
-            m.d.sync += gnt.eq(pick_hold)
-        with m.If(rcmd_fire):
-            m.d.sync += [tags[tail].eq(winner), tail.eq(_wrap_inc(tail, depth))]
+            m.d.sync += [ptr.eq(after_fire), tail.eq(_wrap_inc(tail, depth))]
+        # The tag slot at ``tail`` is free while there is room (the queue holds the bursts
+        # ``head .. tail − 1``), so it takes the winner in every such cycle and keeps it when
+        # the handshake advances ``tail``: its enable is a register, not the handshake (Fmax).
+        with m.If(reads_room):
+            m.d.sync += tags[tail].eq(winner)
         with m.If(rd_done):
             m.d.sync += head.eq(_wrap_inc(head, depth))
 
@@ -197,7 +206,10 @@ class MemArbiter(wiring.Component):
             with m.Case(0b10):
                 m.d.sync += [reads_room.eq(1), reads_zero.eq(reads_one),
                              reads_one.eq(reads == 2)]
-        m.d.sync += [reads.eq(reads + rcmd_fire - rd_done),
+        reads_up, reads_down = Signal.like(reads), Signal.like(reads)
+        m.d.comb += [reads_up.eq(reads + 1), reads_down.eq(reads - 1)]
+        m.d.sync += [reads.eq(Mux(rcmd_fire, Mux(rd_done, reads, reads_up),
+                                  Mux(rd_done, reads_down, reads))),
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
         for i in range(n):
@@ -238,13 +250,19 @@ class StreamSlice(wiring.Component):
         skid = Signal.like(i.payload)
         skid_valid = Signal()
         m.d.comb += i.ready.eq(~skid_valid)
+        # The skid register copies the input in every cycle it is empty (it is read only once
+        # ``skid_valid`` is set, and that is set in a cycle it copies), so its 64-bit enable
+        # is a register and the late ``o.ready``/``i.valid`` reach ``skid_valid`` alone
+        # (Fmax: the core's ``rd.ready`` arrives deep, §12).
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(i.payload)
         with m.If(o.ready | ~o.valid):              # the main register moves
             with m.If(skid_valid):
                 m.d.sync += [o.payload.eq(skid), o.valid.eq(1), skid_valid.eq(0)]
             with m.Else():
                 m.d.sync += [o.payload.eq(i.payload), o.valid.eq(i.valid)]
         with m.Elif(i.valid & ~skid_valid):         # the main register holds: park the beat
-            m.d.sync += [skid.eq(i.payload), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1)
         return m
 
 
