@@ -77,11 +77,12 @@ class UopLoop(wiring.Component):
         with m.If(~active):
             # taken in every idle cycle, not only with ``start``: the start condition then
             # drives ``active`` alone, not these registers' enables (Fmax)
-            span1 = Signal(ub)
-            m.d.comb += span1.eq(self.uop_end - self.uop_bgn - 1)
-            single_u = span1 == 0
+            # one subtraction; its compare with 1 (no second carry chain before it)
+            span = Signal(ub)
+            m.d.comb += span.eq(self.uop_end - self.uop_bgn)
+            single_u = span == 1
             m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn), u.eq(self.uop_bgn),
-                         u_left.eq(span1), u_span1.eq(span1),
+                         u_left.eq(span - 1), u_span1.eq(span - 1),
                          n_in1.eq(self.iter_in - 1), in_left.eq(self.iter_in - 1),
                          out_left.eq(self.iter_out - 1),
                          u_last.eq(single_u), one_u.eq(single_u),
