@@ -199,12 +199,13 @@ class ComputeModule(wiring.Component):
         (``ld_uop``, ``ld_acc``, ``ld_acc8``, ``gemm``, ``alu``), ``loading`` (a LOAD that
         starts), ``run`` (a GEMM or an ALU that starts), ``retire`` (a FINISH or a LOAD with
         ``x_size == 0``: straight to RETIRE) and its start error (``sram_bad``, ``dram_bad``:
-        SRAM before DRAM). Each unit's own test is one register of the head, two cycles late
-        (it sits there ``HEAD_SETTLE`` ≥ 3 cycles before it starts; stage A decodes its fields,
-        stage B joins them): a LOAD of type t with
-        ``x_size ≠ 0`` (``head_load_<t>``), a GEMM or ALU in range, a FINISH or an empty LOAD,
-        a GEMM or ALU out of range; the range checks' last stage (registered too) joins them
-        in one gate per flag, so each unit's start is ``go`` and a gate (Fmax, §12)."""
+        SRAM before DRAM). Each outcome's own test is one register of the head, two cycles
+        late (it sits there ``HEAD_SETTLE`` ≥ 3 cycles before it starts; stage A decodes its
+        fields, stage B joins them): a LOAD of type t with ``x_size ≠ 0``
+        (``head_load_<t>``), a GEMM or ALU in range, a FINISH or an empty LOAD, an opcode out
+        of range; the range checks' last stage (registered too) joins them in one gate per
+        flag, so each unit's start is ``go`` and a gate (Fmax, §12). The outcomes (retire,
+        loading, run, sram_bad, dram_bad) exclude each other, one is always high."""
         cfg = self._cfg
         opcode = head.opcode
         # stage A: the head's fields decoded, one compare each
