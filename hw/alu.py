@@ -20,15 +20,17 @@ __all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICK
 assert ALU_STALL == 1
 
 
-def one_hot(width: int, choices):
+def one_hot(width: int, choices, late=None):
     """The OR of the ``width``-bit values whose select is high (``choices``: (select, value)
-    pairs; at most one select high, each a register): two LUT levels for four choices, where a
-    chain of priority multiplexers takes a level per choice."""
+    pairs; at most one select high, each a register): a balanced tree, two LUT levels for four
+    choices, where a chain of priority multiplexers takes a level per choice. ``late``: a
+    ``width``-bit term that arrives deeper than the choices (a forward from logic), ORed in at
+    the tree's root so it crosses one level only."""
     terms = [sel.replicate(width) & val for sel, val in choices]
-    out = terms[0]
-    for t in terms[1:]:
-        out = out | t
-    return out
+    while len(terms) > 1:
+        terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0] if late is None else terms[0] | late
 
 
 def mul_join(p_lo, p_hl, p_lh, width: int):
@@ -103,31 +105,33 @@ class AluLane(wiring.Component):
                      self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
                      self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
         lw = (w - 1).bit_length()
-        right_far, left_far, near = self._shift_decode(a, b, w, lw)
-        fill, kill = ~b[-1] & right_far, b[-1] & left_far
-        m.d.comb += [self.total.eq(a + b), self.shifted.eq(near)]
+        near, fill, near_shift = self._shift_decode(a, b, w, lw)
+        m.d.comb += [self.total.eq(a + b), self.shifted.eq(near_shift)]
         take_a = f["max"] ^ (a < b)
         m.d.comb += self.pick.eq(Cat(f["minmax"] & take_a, f["minmax"] & ~take_a, f["add"],
-                                     f["shr"] & ~fill & ~kill, f["shr"] & fill))
+                                     f["shr"] & near, f["shr"] & fill))
         return m
 
     @staticmethod
     def _shift_decode(a, b, w, lw):
-        """SHR's amount tests and its result for |b| < w, without a carry chain where
-        ``width`` is a power of two (every shipped configuration): b ≥ w is a high bit set;
-        −b ≥ w (b < 0) is b below −(w − 1), i.e. not (high bits all ones and low bits
-        non-zero); both shifts are one funnel shift right by b's low bits — of (sign, a) for
-        b ≥ 0, of (a, 0) for b < 0 (by w + b: a left shift by −b), no negation and one
-        multiplexer tree."""
+        """SHR's amount tests — ``near`` (|b| < w: the shifter's result), ``fill`` (b ≥ w: the
+        sign) — and its result for |b| < w. Where ``width`` is a power of two (every shipped
+        configuration) the tests are two wide reductions of b's high bits, side by side (no
+        carry chain, and no test on top of another: Fmax): near is "high bits (the sign's
+        among them) all zeros, or all ones with low bits non-zero" (0 ≤ b < w, or
+        −w < b < 0), fill is "non-negative and not near"; both shifts are one funnel shift
+        right by b's low bits — of (sign, a) for b ≥ 0, of (a, 0) for b < 0 (by w + b: a left
+        shift by −b), no negation and one multiplexer tree."""
         if w != 1 << lw:
             nb = -b
-            return b >= w, nb >= w, Mux(b[-1], (a << nb.as_unsigned()[:lw])[:w],
-                                        a >> b.as_unsigned()[:lw])
+            return ((b < w) & (nb < w), b >= w,
+                    Mux(b[-1], (a << nb.as_unsigned()[:lw])[:w], a >> b.as_unsigned()[:lw]))
         ub = b.as_unsigned()
         neg = b[-1]
+        hi_zero = ~ub[lw:].any()
+        near = hi_zero | (ub[lw:].all() & ub[:lw].any())
         funnel = Cat(Mux(neg, 0, a), Mux(neg, a, a[-1].replicate(w)))
-        return (ub[lw:w - 1].any(), ~(ub[lw:].all() & ub[:lw].any()),
-                (funnel >> ub[:lw])[:w])
+        return near, ~neg & ~hi_zero, (funnel >> ub[:lw])[:w]
 
 
 class TensorAlu(wiring.Component):
@@ -288,9 +292,11 @@ class TensorAlu(wiring.Component):
         r6 = self._lanes(m, ops, a5, b5)
 
         def operand(side, ram, extra=()):
+            # S6's join is the deep choice (the lanes' second stage): ORed in last
             s = sel[side]
-            return one_hot(bits, [(s["join"], r6), (s["r7"], r7), (s["last"], last_data),
-                                  (s["last2"], last2_data), (s["ram"], ram), *extra])
+            return one_hot(bits, [(s["r7"], r7), (s["last"], last_data),
+                                  (s["last2"], last2_data), (s["ram"], ram), *extra],
+                           late=s["join"].replicate(bits) & r6)
 
         m.d.sync += [v[4].eq(v[3]), d[4].eq(d[3]),
                      a5.eq(operand("a", ram_a)),

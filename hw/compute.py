@@ -7,7 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from isa.arch import elem_bytes
+from isa.arch import HEAD_SETTLE, elem_bytes
 from isa.config import VTAConfig
 from isa.encoding import MemType, Opcode
 from isa.errors import ErrorCode
@@ -20,6 +20,9 @@ from .gemm import GemmCore
 from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 
 __all__ = ["ComputeModule", "narrow"]
+
+# The head decode's two register stages (ComputeModule._head_decode) settle before a start.
+assert HEAD_SETTLE >= 3
 
 
 def narrow(cfg: VTAConfig, acc_value):
@@ -98,16 +101,19 @@ class ComputeModule(wiring.Component):
         opcode = Signal(3)
         m.d.comb += opcode.eq(head.opcode)
 
-        kind = Signal(3)          # memory type of the running LOAD
+        # the running LOAD's memory type, one-hot: the memory port's selects are registers
+        # (set with the start, §12: the port handshake's first gate reads a flip-flop)
+        port_sel = {t: Signal(name=f"port_{t.name.lower()}")
+                    for t in (MemType.UOP, MemType.ACC, MemType.ACC_8BIT)}
         is_gemm = Signal()
         insn = Signal(mem_insn())  # header bits of the running instruction
         index = Signal(INDEX_BITS)
         is_finish = Signal()
 
         # Loaders share the module's memory port.
-        mux_ports(m, self.port, [(kind == MemType.UOP, ld_uop.port),
-                                 (kind == MemType.ACC, ld_acc.port),
-                                 (kind == MemType.ACC_8BIT, ld_acc8.port)])
+        mux_ports(m, self.port, [(port_sel[MemType.UOP], ld_uop.port),
+                                 (port_sel[MemType.ACC], ld_acc.port),
+                                 (port_sel[MemType.ACC_8BIT], ld_acc8.port)])
         m.d.comb += [ld_uop.insn.eq(head), ld_acc.insn.eq(head), ld_acc8.insn.eq(head),
                      gemm.insn.eq(hg), alu.insn.eq(ha)]
 
@@ -147,21 +153,14 @@ class ComputeModule(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
                 with m.If(go):
-                    m.d.comb += [self.pop_l2g.eq(head.pop_prev), self.pop_s2g.eq(head.pop_next)]
-                    m.d.sync += [insn.eq(head), index.eq(self.head.index),
-                                 is_finish.eq(opcode == Opcode.FINISH),
-                                 kind.eq(head.memory_type),
-                                 is_gemm.eq(opcode == Opcode.GEMM)]
+                    # the outcomes exclude each other (_head_decode): no priority chain; a
+                    # start error stays in IDLE (raised below)
                     with m.If(units["retire"]):
                         m.next = "RETIRE"
-                    with m.Elif(units["loading"]):
+                    with m.If(units["loading"]):
                         m.next = "LOADING"
-                    with m.Elif(units["gemm"] | units["alu"]):
+                    with m.If(units["run"]):
                         m.next = "RUN"
-                    with m.Elif(units["sram_bad"]):
-                        raise_error(m, self, ErrorCode.SRAM_RANGE)
-                    with m.Elif(units["dram_bad"]):
-                        raise_error(m, self, ErrorCode.DRAM_RANGE)
             with m.State("LOADING"):
                 with m.If(~ld_uop.busy & ~ld_acc.busy & ~ld_acc8.busy):
                     m.next = "RETIRE"
@@ -177,6 +176,19 @@ class ComputeModule(wiring.Component):
                           | (insn.push_next & self.g2s_overflow)):
                     raise_error(m, self, ErrorCode.TOKEN_OVERFLOW)
                 m.next = "IDLE"
+        # The start's pops, registers and errors, outside the FSM: ``go`` (``ready``) implies
+        # IDLE (start_decision), so they are ``go`` and a gate of registers, not behind the
+        # state's decode (Fmax)
+        with m.If(go):
+            m.d.comb += [self.pop_l2g.eq(head.pop_prev), self.pop_s2g.eq(head.pop_next)]
+            m.d.sync += [insn.eq(head), index.eq(self.head.index),
+                         is_finish.eq(opcode == Opcode.FINISH),
+                         *[sel.eq(head.memory_type == t) for t, sel in port_sel.items()],
+                         is_gemm.eq(opcode == Opcode.GEMM)]
+        with m.If(go & units["sram_bad"]):
+            raise_error(m, self, ErrorCode.SRAM_RANGE)
+        with m.If(go & units["dram_bad"]):
+            raise_error(m, self, ErrorCode.DRAM_RANGE)
         m.d.comb += go.eq(start_decision(
             m, self, retire=fsm.ongoing("RETIRE"),
             needs=[(head.pop_prev, self.l2g_avail_next), (head.pop_next, self.s2g_avail_next)]))
@@ -185,30 +197,46 @@ class ComputeModule(wiring.Component):
     def _head_decode(self, m, head, hg, ha, checks):
         """What the head instruction does if it starts now: one-hot among the units it starts
         (``ld_uop``, ``ld_acc``, ``ld_acc8``, ``gemm``, ``alu``), ``loading`` (a LOAD that
-        starts), ``retire`` (a FINISH or a LOAD with ``x_size == 0``: straight to RETIRE) and
-        its start error (``sram_bad``, ``dram_bad``: SRAM before DRAM). Decoded from registers
-        of the head, a cycle late (it sits there ``HEAD_SETTLE`` cycles before it starts), and
-        the range checks' last stage, so each unit's start is ``go`` and a gate or two (Fmax)."""
+        starts), ``run`` (a GEMM or an ALU that starts), ``retire`` (a FINISH or a LOAD with
+        ``x_size == 0``: straight to RETIRE) and its start error (``sram_bad``, ``dram_bad``:
+        SRAM before DRAM). Each outcome's own test is one register of the head, two cycles
+        late (it sits there ``HEAD_SETTLE`` ≥ 3 cycles before it starts; stage A decodes its
+        fields, stage B joins them): a LOAD of type t with ``x_size ≠ 0``
+        (``head_load_<t>``), a GEMM or ALU in range, a FINISH or an empty LOAD, an opcode out
+        of range; the range checks' last stage (registered too) joins them in one gate per
+        flag, so each unit's start is ``go`` and a gate (Fmax, §12). The outcomes (retire,
+        loading, run, sram_bad, dram_bad) exclude each other, one is always high."""
         cfg = self._cfg
         opcode = head.opcode
-        is_load, noop, gemm_ok, alu_ok = Signal(), Signal(), Signal(), Signal()
-        mt = {t: Signal(name=f"head_{t.name.lower()}") for t in checks}
-        m.d.sync += [is_load.eq(opcode == Opcode.LOAD), noop.eq(head.x_size == 0),
-                     gemm_ok.eq((opcode == Opcode.GEMM) & (hg.uop_end <= cfg.uop_depth)),
-                     alu_ok.eq((opcode == Opcode.ALU) & (ha.uop_end <= cfg.uop_depth)),
+        # stage A: the head's fields decoded, one compare each
+        is_load, nonempty, gemm_in, alu_in, other = (Signal(name=f"head_a_{n}") for n in (
+            "load", "nonempty", "gemm_in", "alu_in", "other"))
+        mt = {t: Signal(name=f"head_a_{t.name.lower()}") for t in checks}
+        m.d.sync += [is_load.eq(opcode == Opcode.LOAD), nonempty.eq(head.x_size != 0),
+                     gemm_in.eq((opcode == Opcode.GEMM) & (hg.uop_end <= cfg.uop_depth)),
+                     alu_in.eq((opcode == Opcode.ALU) & (ha.uop_end <= cfg.uop_depth)),
+                     other.eq((opcode != Opcode.LOAD) & (opcode != Opcode.GEMM)
+                              & (opcode != Opcode.ALU)),      # FINISH
                      *[sig.eq(head.memory_type == t) for t, sig in mt.items()]]
-        other = Signal()    # FINISH (fetch routes nothing else here)
-        m.d.sync += other.eq(~(opcode == Opcode.LOAD) & ~(opcode == Opcode.GEMM)
-                             & ~(opcode == Opcode.ALU))
-        load = is_load & ~noop
-        ok = {t: mt[t] & ~sram & ~dram for t, (sram, dram) in checks.items()}
-        sram_bad = Cat(*[mt[t] & sram for t, (sram, _d) in checks.items()]).any()
-        dram_bad = Cat(*[mt[t] & ~sram & dram for t, (sram, dram) in checks.items()]).any()
-        units = {"ld_uop": load & ok[MemType.UOP], "ld_acc": load & ok[MemType.ACC],
-                 "ld_acc8": load & ok[MemType.ACC_8BIT], "gemm": gemm_ok, "alu": alu_ok,
-                 "retire": (is_load & noop) | other, "loading": load & ~sram_bad & ~dram_bad,
-                 "sram_bad": (load & sram_bad) | ~is_load & ~other & ~gemm_ok & ~alu_ok,
-                 "dram_bad": load & dram_bad}
+        # stage B: each unit's test, one gate of stage A
+        load = {t: Signal(name=f"head_load_{t.name.lower()}") for t in checks}
+        load_other = Signal()   # a LOAD of another type (fetch routes none here): no unit
+        gemm_ok, alu_ok, run, retire, op_bad = (Signal(name=f"head_{n}") for n in (
+            "gemm_ok", "alu_ok", "run_ok", "retire_ok", "op_bad"))
+        m.d.sync += [*[load[t].eq(is_load & nonempty & mt[t]) for t in checks],
+                     load_other.eq(is_load & nonempty & ~Cat(*mt.values()).any()),
+                     gemm_ok.eq(gemm_in), alu_ok.eq(alu_in), run.eq(gemm_in | alu_in),
+                     retire.eq((is_load & ~nonempty) | other),
+                     op_bad.eq(~is_load & ~other & ~gemm_in & ~alu_in)]
+        ok = {t: load[t] & ~sram & ~dram for t, (sram, dram) in checks.items()}
+        units = {"ld_uop": ok[MemType.UOP], "ld_acc": ok[MemType.ACC],
+                 "ld_acc8": ok[MemType.ACC_8BIT], "gemm": gemm_ok, "alu": alu_ok,
+                 "run": run, "retire": retire,
+                 "loading": Cat(*ok.values(), load_other).any(),
+                 "sram_bad": Cat(*[load[t] & sram for t, (sram, _d) in checks.items()],
+                                 op_bad).any(),
+                 "dram_bad": Cat(*[load[t] & ~sram & dram
+                                   for t, (sram, dram) in checks.items()]).any()}
         out = {}
         for name, value in units.items():
             sig = Signal(name=f"head_{name}")
@@ -224,7 +252,11 @@ class ComputeModule(wiring.Component):
         write (through its reader's handshake) is registered and lands a cycle late: its
         first is in *s* + 2 at the earliest, its last at least two cycles before the next
         instruction's start (RETIRE between) and three before any read of ACC, so no cycle
-        count moves; the GEMM's and the ALU's writes come from their result registers."""
+        count moves; the GEMM's and the ALU's writes come from their result registers. A
+        loader's data register takes its element (``wr_raw``) in every cycle, with no clear
+        term (the reader's handshake is deep: Fmax, §12); a pad write's zero comes from its
+        select, ``acc_ld<k>_keep`` (the loader's ``sel`` and "not a pad"), registered beside
+        it."""
         cfg = self._cfg
         is_load = insn.opcode == Opcode.LOAD
         flags = [is_load & (insn.memory_type == MemType.ACC),
@@ -233,16 +265,22 @@ class ComputeModule(wiring.Component):
         sel = [Signal(name=f"acc_w_sel{k}") for k in range(len(flags))]
         m.d.sync += [s.eq(f) for s, f in zip(sel, flags)]
         units, enables = [], [gemm.acc_wen, alu.acc_wen]
+        data_sel = list(sel)
         for k, ld in enumerate(loaders):
             en, addr, data = (Signal(len(p), name=f"acc_ld{k}_{n}") for n, p in (
                 ("en", acc_w.en), ("addr", acc_w.addr), ("data", acc_w.data)))
-            m.d.sync += [en.eq(ld.wr_en), addr.eq(ld.wr_addr), data.eq(ld.wr_data)]
+            # the loader's writes come from s + 2 on, when ``sel[k]`` already holds
+            keep = Signal(name=f"acc_ld{k}_keep")
+            m.d.sync += [en.eq(ld.wr_en), addr.eq(ld.wr_addr), data.eq(ld.wr_raw),
+                         keep.eq(sel[k] & ~ld.wr_pad)]
             units.append((addr, data))
             enables.append(en)
+            data_sel[k] = keep
         units += [(gemm.acc_waddr, gemm.acc_wdata), (alu.acc_waddr, alu.acc_wdata)]
         m.d.comb += [
             acc_w.addr.eq(one_hot(cfg.log_acc_depth, [(s, a) for s, (a, _) in zip(sel, units)])),
-            acc_w.data.eq(one_hot(cfg.acc_elem_bits, [(s, d) for s, (_, d) in zip(sel, units)])),
+            acc_w.data.eq(one_hot(cfg.acc_elem_bits,
+                                  [(s, d) for s, (_, d) in zip(data_sel, units)])),
             acc_w.en.eq(Cat(*enables).any()),
             self.out_waddr.eq(acc_w.addr), self.out_wdata.eq(narrow(cfg, acc_w.data)),
             self.out_wen.eq(acc_w.en),

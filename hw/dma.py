@@ -492,6 +492,11 @@ class TensorLoader(wiring.Component):
             "wr_addr": Out(addr_bits),
             "wr_data": Out(sram_bits),
             "wr_en": Out(1),
+            # ``wr_data`` split for a user that registers it (hw.compute): the element read
+            # (valid in a data write) and "this write is a pad zero", neither gated by the
+            # reader's handshake, so the register needs no clear term from a deep enable
+            "wr_raw": Out(sram_bits),
+            "wr_pad": Out(1),
             "port": Out(MemPortSignature(cfg)),
         })
 
@@ -537,8 +542,10 @@ class TensorLoader(wiring.Component):
         def count_down():
             m.d.sync += [n.eq(n - 1), n_one.eq(n == 2)]
 
+        m.d.comb += self.wr_raw.eq(data)
+
         def write_zero():
-            m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0)]
+            m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0), self.wr_pad.eq(1)]
             m.d.sync += sram_addr.eq(sram_addr + 1)
             count_down()
 

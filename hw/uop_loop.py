@@ -57,13 +57,15 @@ class UopLoop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ub = self._cfg.log_uop_depth + 1
-        # end2, n_in2, n_out2: the loop bounds minus 2, so each loop-end test is an equality
-        # of two registers (no adder before the compare)
-        bgn, end2, u = Signal(ub), Signal(ub), Signal(ub)
-        n_out2, n_in2, i_in, i_out = Signal(14), Signal(14), Signal(14), Signal(14)
+        # Each loop counts the steps left after the current one (``u_left``, ``in_left``,
+        # ``out_left``) down to 0: its end test is "left == 1" of one register, a narrow
+        # compare with a constant (Fmax, §12), where an up-counter's is an equality of two
+        # registers; ``u_span1``, ``n_in1`` = the inner loops' counts minus 1 (their reloads).
+        bgn, u, u_left, u_span1 = Signal(ub), Signal(ub), Signal(ub), Signal(ub)
+        in_left, out_left, n_in1 = Signal(14), Signal(14), Signal(14)
         active = Signal()
-        # registered loop-end tests: u is the last micro-op, i_in / i_out the last iteration;
-        # one_u / one_in: the inner loops have one step (the value after a wrap)
+        # registered loop-end tests: u is the last micro-op, the inner / outer iteration the
+        # last; one_u / one_in: the inner loops have one step (the value after a wrap)
         u_last, in_last, out_last, one_u, one_in = (
             Signal(name=n) for n in ("u_last", "in_last", "out_last", "one_u", "one_in"))
         m.d.comb += [self.valid.eq(active), self.uop_idx.eq(u),
@@ -75,11 +77,15 @@ class UopLoop(wiring.Component):
         with m.If(~active):
             # taken in every idle cycle, not only with ``start``: the start condition then
             # drives ``active`` alone, not these registers' enables (Fmax)
-            single_u = self.uop_bgn + 1 == self.uop_end
-            m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn),
-                         end2.eq(self.uop_end - 2), u.eq(self.uop_bgn),
-                         n_out2.eq(self.iter_out - 2), n_in2.eq(self.iter_in - 2),
-                         i_in.eq(0), i_out.eq(0), u_last.eq(single_u), one_u.eq(single_u),
+            # one subtraction; its compare with 1 (no second carry chain before it)
+            span = Signal(ub)
+            m.d.comb += span.eq(self.uop_end - self.uop_bgn)
+            single_u = span == 1
+            m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn), u.eq(self.uop_bgn),
+                         u_left.eq(span - 1), u_span1.eq(span - 1),
+                         n_in1.eq(self.iter_in - 1), in_left.eq(self.iter_in - 1),
+                         out_left.eq(self.iter_out - 1),
+                         u_last.eq(single_u), one_u.eq(single_u),
                          in_last.eq(self.iter_in == 1), one_in.eq(self.iter_in == 1),
                          out_last.eq(self.iter_out == 1)]
             for start, _, _ in offsets:
@@ -92,15 +98,16 @@ class UopLoop(wiring.Component):
             # the loop is inactive and every idle cycle loads the registers again
             with m.If(active & ~self.hold):
                 with m.If(~u_last):
-                    m.d.sync += [u.eq(u + 1), u_last.eq(u == end2)]
+                    m.d.sync += [u.eq(u + 1), u_left.eq(u_left - 1), u_last.eq(u_left == 1)]
                 with m.Elif(~in_last):
-                    m.d.sync += [u.eq(bgn), u_last.eq(one_u),
-                                 i_in.eq(i_in + 1), in_last.eq(i_in == n_in2)]
+                    m.d.sync += [u.eq(bgn), u_left.eq(u_span1), u_last.eq(one_u),
+                                 in_left.eq(in_left - 1), in_last.eq(in_left == 1)]
                     for _, step_in, _ in offsets:
                         m.d.sync += step_in
                 with m.Else():
-                    m.d.sync += [u.eq(bgn), u_last.eq(one_u), i_in.eq(0), in_last.eq(one_in),
-                                 i_out.eq(i_out + 1), out_last.eq(i_out == n_out2)]
+                    m.d.sync += [u.eq(bgn), u_left.eq(u_span1), u_last.eq(one_u),
+                                 in_left.eq(n_in1), in_last.eq(one_in),
+                                 out_left.eq(out_left - 1), out_last.eq(out_left == 1)]
                     for _, _, step_out in offsets:
                         m.d.sync += step_out
         return m
