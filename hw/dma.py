@@ -531,11 +531,20 @@ class TensorLoader(wiring.Component):
         if self._transform is not None:
             data = self._transform(data)
 
-        def set_n(value):
-            m.d.sync += [n.eq(value), n_one.eq(value == 1)]
+        # ``n == 1`` of each value ``n`` is set to, registered with the instruction (``n``'s
+        # sources are registers; ``set_n`` reads their flags): ROW's and the runs' choices of
+        # ``n_one`` are multiplexers of flip-flops (Fmax)
+        row_len_one, first_n_one, x_size_one, xp1_one = (
+            Signal(name=f"{k}_one") for k in ("row_len", "first_n", "x_size", "x_pad_1"))
+
+        def set_n(value, one):
+            m.d.sync += [n.eq(value), n_one.eq(one)]
 
         def count_down():
-            m.d.sync += [n.eq(n - 1), n_one.eq(n == 2)]
+            # ``n − 1 == 1`` as ``n < 3``, the borrow of a subtraction (a carry chain, no LUT
+            # tree): ``n ≥ 1`` in every counting state, and where ``n`` was 1 the state is left
+            # and ``n_one`` unread (ROW) or set again (``start_data``, ``after_data``)
+            m.d.sync += [n.eq(n - 1), n_one.eq((n - 3)[-1])]
 
         def write_zero():
             m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0)]
@@ -543,7 +552,7 @@ class TensorLoader(wiring.Component):
             count_down()
 
         def start_data():
-            set_n(insn.x_size)
+            set_n(insn.x_size, x_size_one)
 
         def next_row():
             m.d.sync += [nr.eq(nr + 1), ended.eq(nr == rows),
@@ -551,7 +560,7 @@ class TensorLoader(wiring.Component):
             m.next = "ROW"
 
         def after_data():
-            set_n(insn.x_pad_1)         # (unused when it is 0: ROW sets ``n`` again)
+            set_n(insn.x_pad_1, xp1_one)    # (unused when it is 0: ROW sets ``n`` again)
             with m.If(xp1_nz):
                 m.next = "RPAD"
             with m.Else():
@@ -571,13 +580,16 @@ class TensorLoader(wiring.Component):
                              ended.eq(rows == 0),
                              pad.eq((insn.y_pad_0 != 0) | (data_end == 0)),
                              xp0_nz.eq(f.x_pad_0 != 0), xp1_nz.eq(f.x_pad_1 != 0),
-                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size))]
+                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size)),
+                             # (from the registers of the cycle before, as ``ended``)
+                             row_len_one.eq(row_len == 1), first_n_one.eq(first_n == 1),
+                             x_size_one.eq(insn.x_size == 1), xp1_one.eq(insn.x_pad_1 == 1)]
                 with m.If(self.start):
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
                 # ``n`` for the row's first run (unused when the rows have ended)
-                set_n(Mux(pad, row_len, first_n))
+                set_n(Mux(pad, row_len, first_n), Mux(pad, row_len_one, first_n_one))
                 with m.If(ended):
                     m.next = "IDLE"
                 with m.Elif(pad):

@@ -12,7 +12,7 @@ from isa.errors import ErrorCode
 from .dma import PREPARE_CYCLES, DmaWriter, _log2
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import error_index, module_members, raise_error, start_decision
+from .modcommon import error_index, module_members, raise_error, start_decision, start_outcome
 
 __all__ = ["StoreModule"]
 
@@ -95,17 +95,13 @@ class StoreModule(wiring.Component):
                 m.d.sync += [insn.eq(head), index.eq(self.head.index), raddr.eq(head.sram_base)]
                 with m.If(go):
                     m.d.comb += self.pop_g2s.eq(head.pop_prev)
-                    with m.If(noop):
-                        m.next = "RETIRE"
-                    with m.Elif(sram_bad):
-                        raise_error(m, self, ErrorCode.SRAM_RANGE)
-                    with m.Elif(dram_bad):
-                        raise_error(m, self, ErrorCode.DRAM_RANGE)
-                    with m.Elif(no_rows):
-                        m.next = "RETIRE"
-                    with m.Else():
-                        m.d.comb += [writer.start.eq(1), row_start.eq(1)]
-                        m.next = "WAIT"
+                    with start_outcome(m, self, noop=noop, sram_bad=sram_bad,
+                                       dram_bad=dram_bad):
+                        with m.If(no_rows):
+                            m.next = "RETIRE"
+                        with m.Else():
+                            m.d.comb += [writer.start.eq(1), row_start.eq(1)]
+                            m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~writer.busy):
                     m.next = "RETIRE"
