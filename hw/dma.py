@@ -78,8 +78,12 @@ class _Walker:
         self._whole_one = Signal(name=f"{name}_whole_one")
         self._whole1_one = Signal(name=f"{name}_whole1_one")
         self._stride = stride
-        self._first_n, self._beats_n, self._over_n = self._span(
-            self.next_row, self._whole, self._whole1, self._tail)
+        # ``next_row``'s span has ``whole1`` beats (its ``over``), a register set with it: the
+        # next row's choices are multiplexers of flip-flops (Fmax)
+        self._over = Signal(name=f"{name}_over")
+        self._first_n = self.next_row >> self.lb
+        self._over_n = self._over if self.lb else Const(0)
+        self._beats_n = Mux(self._over, self._whole1, self._whole) if self.lb else self._whole
 
     def invariants(self) -> list:
         """``(name, flag, its definition, when it holds)`` of the walker's registered flags
@@ -87,7 +91,9 @@ class _Walker:
         return [("one", self.one, self.burst == 1, self.nz),
                 ("row_end", self.row_end, self.left == self.burst, self.nz),
                 ("nz", self.nz, self.left != 0, self.nz),
-                ("more", self.more, self.rows_left != 0, self.nz)]
+                ("more", self.more, self.rows_left != 0, self.nz),
+                ("over", self._over_n, self._span(self.next_row, self._whole, self._whole1,
+                                                  self._tail)[2], self.nz)]
 
     def _span(self, addr, whole, whole1, tail):
         """(first beat, beats, beats are ``whole1``) of a row at byte address ``addr``."""
@@ -167,7 +173,9 @@ class _Walker:
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
                     "row_end": fits, "one": one,
                     "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
-                    "go": p1["rows_nz"] & p1["_count_nz"]},
+                    "go": p1["rows_nz"] & p1["_count_nz"],
+                    "_over": self._span(p1["next_row"], p1["_whole"], p1["_whole1"],
+                                        p1["_tail"])[2]},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
                                              "_whole1", "_tail", "_count_nz", "_whole_one",
@@ -187,9 +195,12 @@ class _Walker:
         with m.If(self.row_end & self.more):
             self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
                       self._span_one(self._over_n, self._whole_one, self._whole1_one))
-            m.d.sync += [self.next_row.eq(self.next_row + self._stride),
+            after = self.next_row + self._stride
+            # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
+            m.d.sync += [self.next_row.eq(after), self._over.eq(self._span(
+                             after, self._whole, self._whole1, self._tail)[2]),
                          self.rows_left.eq(self.rows_left - 1),
-                         self.more.eq(self.rows_left != 1),
+                         self.more.eq(~(self.rows_left - 2)[-1]),
                          self.nz.eq(self._over_n | self._count_nz)]
         with m.Else():
             # inside a row the burst ran to an M-beat boundary: the next one starts on it;
