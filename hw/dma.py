@@ -501,9 +501,12 @@ class DmaWriter(wiring.Component):
                              left.eq(self.count), last.eq(self.count == 1),
                              count_one.eq(self.count == 1), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
-                m.d.sync += [left.eq(left - 1), last.eq(left == 2),
+                # ``left == 2`` as ``left < 3``, a borrow (a carry chain, no LUT tree): read
+                # only where ``left ≥ 2`` (``last`` chooses the other terms)
+                two = (left - 3)[-1]
+                m.d.sync += [left.eq(left - 1), last.eq(two),
                              closes.eq(Mux(last, (next_lane == per - 1) | count_one,
-                                           ~closes & (lane == per - 2) | (left == 2)))]
+                                           ~closes & (lane == per - 2) | two))]
                 with m.If(closes):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():

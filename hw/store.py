@@ -83,7 +83,10 @@ class StoreModule(wiring.Component):
         with m.Elif(advance):
             m.d.sync += valid.eq(more)
             with m.If(more):
-                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1), more.eq(left != 1)]
+                # (``left ≥ 1`` with ``more``: ``left != 1`` is ``left ≥ 2``, a borrow, a carry
+                # chain and no LUT tree)
+                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1),
+                             more.eq(~(left - 2)[-1])]
 
         error_index(m, self, self.head.index, index)
         go = Signal()
