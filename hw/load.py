@@ -95,7 +95,6 @@ class LoadModule(wiring.Component):
                     m.d.comb += self.pop_g2l.eq(head.pop_next)
                     with start_outcome(m, self, noop=noop, sram_bad=sram_bad,
                                        dram_bad=dram_bad):
-                        m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
                         m.next = "EXEC"
             with m.State("EXEC"):
                 with m.If(~inp.busy & ~wgt.busy):
@@ -107,6 +106,12 @@ class LoadModule(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
                                          needs=[(head.pop_next, self.g2l_avail_next)]))
+        # the loaders' starts as ``go`` and the registered decodes (``go`` implies IDLE:
+        # ``hw.modcommon.start_decision``), not under the FSM's state decode (Fmax: the start
+        # reaches the walkers' ``nz`` through one gate more, not three)
+        ok = Signal()
+        m.d.comb += [ok.eq(~noop & ~sram_bad & ~dram_bad),
+                     inp.start.eq(go & ok & is_inp), wgt.start.eq(go & ok & ~is_inp)]
         return m
 
 

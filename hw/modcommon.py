@@ -92,9 +92,11 @@ def mux_ports(m: Module, port, children):
     transfer starts (e.g. set in IDLE from the head's memory type, as hw.load's ``sel_inp``
     and ``sel_wgt``): ``port``'s signals are the AND-OR of the children's (each select a
     LUT input beside the child's signal, no chain of priority multiplexers) and each child's
-    ``rd.valid``/``wr_ack``/``ready`` one AND (Fmax: the memory's read handshake crosses the
-    selection in one LUT level). Only the selected child drives ``rcmd``/``wcmd``/``wr`` and
-    sees ``rd.valid`` and ``wr_ack``; every child sees the ``rd`` payload. The selection may
+    ``wr_ack`` and ``ready`` one AND. Only the selected child drives ``rcmd``/``wcmd``/``wr``
+    and sees ``wr_ack``; every child sees the ``rd`` payload and ``rd.valid``, ungated (Fmax:
+    the memory's read data reaches the engines' data-side registers through no selection), so
+    a child not selected must hold its ``rd.ready`` low (an idle engine does: a
+    :class:`~hw.dma.TensorLoader`'s reader is ready only in its DATA state). The selection may
     change only while no burst of the selected child is in flight (between instructions).
     """
     def either(get):
@@ -112,6 +114,6 @@ def mux_ports(m: Module, port, children):
         m.d.comb += [child.rd.payload.eq(port.rd.payload),
                      child.rcmd.ready.eq(sel & port.rcmd.ready),
                      child.wcmd.ready.eq(sel & port.wcmd.ready),
-                     child.rd.valid.eq(sel & port.rd.valid),
+                     child.rd.valid.eq(port.rd.valid),
                      child.wr.ready.eq(sel & port.wr.ready),
                      child.wr_ack.eq(sel & port.wr_ack)]

@@ -103,7 +103,6 @@ class StoreModule(wiring.Component):
                         with m.If(no_rows):
                             m.next = "RETIRE"
                         with m.Else():
-                            m.d.comb += [writer.start.eq(1), row_start.eq(1)]
                             m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~writer.busy):
@@ -115,4 +114,8 @@ class StoreModule(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
                                          needs=[(head.pop_prev, self.g2s_avail_next)]))
+        # the writer's start as ``go`` and the registered decodes (``go`` implies IDLE:
+        # ``hw.modcommon.start_decision``), not under the FSM's state decode (Fmax)
+        m.d.comb += [row_start.eq(go & ~noop & ~sram_bad & ~dram_bad & ~no_rows),
+                     writer.start.eq(row_start)]
         return m
