@@ -124,6 +124,7 @@ class _Walker:
         burst, fits, one = self._fit(fit_beats, first, beats_one)
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
                      self.row_end.eq(fits), self.one.eq(one)]
+        return one
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
@@ -192,8 +193,9 @@ class _Walker:
         m.d.sync += self.nz.eq(pre["nz"])
 
     def advance(self, m: Module):
+        """Move past the burst (in the caller's condition); returns ``one``'s next value."""
         with m.If(self.row_end & self.more):
-            self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
+            one_row = self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
                       self._span_one(self._over_n, self._whole_one, self._whole1_one))
             after = self.next_row + self._stride
             # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
@@ -208,9 +210,10 @@ class _Walker:
             # (``left ≥ 1`` here while the walk goes on: ``left == 1`` is ``left < 2``, a
             # borrow)
             left = (self.left - self.burst)[:len(self.left)]
-            self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)),
-                      (left - 2)[-1])
+            one_in = self._set(m, self.cur + self.burst, left, left,
+                               Const(0, max(self.lm, 1)), (left - 2)[-1])
             m.d.sync += self.nz.eq(~self.row_end)
+        return Mux(self.row_end & self.more, one_row, one_in)
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -388,12 +391,11 @@ class DmaWriter(wiring.Component):
         wcmd_fire = Signal()
         wr_fire = Signal()
         burst_done = Signal()
-        # registers for ``ahead != 0``, ``beat == 0`` and, from the second beat on,
-        # ``beat == burst − 1``, each set from the values it compares a cycle ahead: the data
-        # channel's ``valid``, ``last`` and the handshakes that follow read no compare (Fmax)
+        # registers for ``ahead != 0`` and ``beat == burst − 1``, each set from the values it
+        # compares a cycle ahead: the data channel's ``valid``, ``last`` and the handshakes
+        # that follow read no compare (Fmax)
         ahead_nz = Signal()
-        first_beat = Signal(init=1)
-        later_last = Signal()
+        beat_last = Signal()    # the beat offered ends its burst (``wr.last``)
         # ``pending != depth`` and ``pending != 0`` as registers, chosen by the handshakes
         # among compares of this cycle's ``pending`` (Fmax: ``wcmd.valid`` and ``busy`` leave
         # flip-flops)
@@ -410,7 +412,7 @@ class DmaWriter(wiring.Component):
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
             wr_fire.eq(port.wr.valid & port.wr.ready),
-            port.wr.payload.last.eq(Mux(first_beat, dw.one, later_last)),
+            port.wr.payload.last.eq(beat_last),
             burst_done.eq(wr_fire & port.wr.payload.last),
             self.busy.eq(iw.nz | active | pending_nz),
         ]
@@ -431,23 +433,25 @@ class DmaWriter(wiring.Component):
         #: for the tests (``_Walker.invariants``; the data walker's hold while ``active``)
         self.invariants = [*iw.invariants(),
                            *[(f"data_{name}", flag, value, active)
-                             for name, flag, value, _ in dw.invariants() if name != "nz"]]
+                             for name, flag, value, _ in dw.invariants() if name != "nz"],
+                           ("beat_last", beat_last, beat + 1 == dw.burst, active)]
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(idle):
             iw.load(m, pre)
             dw.load(m, pre)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
-                         first_beat.eq(1)]
+                         beat_last.eq(pre["one"])]
         # ``start`` comes only while idle, the beats only while active: neither gates the other
         with m.If(self.start):
             iw.start(m, pre)
+        # ``beat_last`` a register: for a burst's first beat the data walker's ``one`` (set
+        # with it), then ``beat + 1 == burst`` a beat ahead (Fmax: ``burst_done``, which
+        # moves the data walker and the bookkeeping, is the handshake and one flip-flop)
         with m.If(burst_done):
-            dw.advance(m)
-            m.d.sync += [beat.eq(0), first_beat.eq(1)]
+            m.d.sync += [beat.eq(0), beat_last.eq(dw.advance(m))]
         with m.Elif(wr_fire):
-            m.d.sync += [beat.eq(beat + 1), first_beat.eq(0),
-                         later_last.eq(beat + 2 == dw.burst)]
+            m.d.sync += [beat.eq(beat + 1), beat_last.eq(beat + 2 == dw.burst)]
 
         if eb >= bb:
             k = eb // bb
