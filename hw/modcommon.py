@@ -93,11 +93,12 @@ def mux_ports(m: Module, port, children):
     and ``sel_wgt``): ``port``'s signals are the AND-OR of the children's (each select a
     LUT input beside the child's signal, no chain of priority multiplexers) and each child's
     ``wr_ack`` and ``ready`` one AND. Only the selected child drives ``rcmd``/``wcmd``/``wr``
-    and sees ``wr_ack``; every child sees the ``rd`` payload and ``rd.valid``, ungated (Fmax:
-    the memory's read data reaches the engines' data-side registers through no selection), so
-    a child not selected must hold its ``rd.ready`` low (an idle engine does: a
-    :class:`~hw.dma.TensorLoader`'s reader is ready only in its DATA state). The selection may
-    change only while no burst of the selected child is in flight (between instructions).
+    and sees ``wr_ack``; the read data channel is not selected: every child sees the ``rd``
+    payload and ``rd.valid``, and ``rd.ready`` is the OR of the children's (Fmax: the memory's
+    read handshake crosses no selection), so a child not selected must hold its ``rd.ready``
+    low (an idle engine does: a :class:`~hw.dma.TensorLoader`'s reader is ready only in its
+    DATA state). The selection may change only while no burst of the selected child is in
+    flight (between instructions).
     """
     def either(get):
         return [(sel, Value.cast(get(child))) for sel, child in children]
@@ -108,8 +109,12 @@ def mux_ports(m: Module, port, children):
 
     for getter in (lambda p: p.rcmd.valid, lambda p: p.rcmd.payload,
                    lambda p: p.wcmd.valid, lambda p: p.wcmd.payload,
-                   lambda p: p.rd.ready, lambda p: p.wr.valid, lambda p: p.wr.payload):
+                   lambda p: p.wr.valid, lambda p: p.wr.payload):
         drive(getter)
+    # ``rd.ready`` the OR of the children's, ungated as ``rd.valid`` (a child not selected
+    # holds it low): the read handshake crosses one LUT of the children's readies, not the
+    # selection (Fmax: the memory's read data → the arbiter's read bookkeeping)
+    m.d.comb += port.rd.ready.eq(Cat(*[child.rd.ready for _, child in children]).any())
     for sel, child in children:
         m.d.comb += [child.rd.payload.eq(port.rd.payload),
                      child.rcmd.ready.eq(sel & port.rcmd.ready),
