@@ -74,9 +74,26 @@ class _Walker:
         self._whole = Signal(beats_bits, name=f"{name}_whole")      # ceil(count·E / B)
         self._whole1 = Signal(beats_bits, name=f"{name}_whole1")    # the same plus one
         self._tail = Signal(max(self.lb, 1), name=f"{name}_tail")   # (count·E − 1) mod B
+        # ``whole == 1`` and ``whole1 == 1`` (the next row's ``burst == 1`` reads no compare)
+        self._whole_one = Signal(name=f"{name}_whole_one")
+        self._whole1_one = Signal(name=f"{name}_whole1_one")
         self._stride = stride
-        self._first_n, self._beats_n, self._over_n = self._span(
-            self.next_row, self._whole, self._whole1, self._tail)
+        # ``next_row``'s span has ``whole1`` beats (its ``over``), a register set with it: the
+        # next row's choices are multiplexers of flip-flops (Fmax)
+        self._over = Signal(name=f"{name}_over")
+        self._first_n = self.next_row >> self.lb
+        self._over_n = self._over if self.lb else Const(0)
+        self._beats_n = Mux(self._over, self._whole1, self._whole) if self.lb else self._whole
+
+    def invariants(self) -> list:
+        """``(name, flag, its definition, when it holds)`` of the walker's registered flags
+        (for the tests: each flag equals its definition in every cycle of ``when``)."""
+        return [("one", self.one, self.burst == 1, self.nz),
+                ("row_end", self.row_end, self.left == self.burst, self.nz),
+                ("nz", self.nz, self.left != 0, self.nz),
+                ("more", self.more, self.rows_left != 0, self.nz),
+                ("over", self._over_n, self._span(self.next_row, self._whole, self._whole1,
+                                                  self._tail)[2], self.nz)]
 
     def _span(self, addr, whole, whole1, tail):
         """(first beat, beats, beats are ``whole1``) of a row at byte address ``addr``."""
@@ -85,23 +102,29 @@ class _Walker:
         over = (addr[:self.lb] + tail)[self.lb]
         return addr >> self.lb, Mux(over, whole1, whole), over
 
-    def _fit(self, beats, first):
+    def _span_one(self, over, whole_one, whole1_one):
+        """``beats == 1`` of the span :meth:`_span` chose with ``over``."""
+        return Mux(over, whole1_one, whole_one) if self.lb else whole_one
+
+    def _fit(self, beats, first, beats_one):
         """(burst, row end, burst is 1) of a row's remaining ``beats`` from beat ``first``:
-        the burst stops at the row's end or at the next ``M``-beat boundary. Expressions, not
-        signals: they are used under the callers' conditions, which must not gate them."""
+        the burst stops at the row's end or at the next ``M``-beat boundary. ``beats_one``:
+        ``beats == 1`` (the callers have it from a register, or as a borrow). Expressions,
+        not signals: they are used under the callers' conditions, which must not gate them."""
         w = self.lm + 1
         room = (self.mb - first[:self.lm])[:w] if self.lm else Const(self.mb, w)
-        hi = beats[w:]
-        # beats ≤ room ≤ M: the high bits are zero and the low ones compare (a short chain)
-        fits = ((hi == 0) if len(hi) else Const(1)) & (beats[:w] <= room)
-        # ``burst == 1`` from the two candidates' compares, beside the choice (not after it)
-        one = Mux(fits, beats[:w] == 1, room == 1)
+        # beats ≤ room as the borrow of room − beats: a carry chain over every bit of
+        # ``beats``, not a LUT tree over its high ones (Fmax)
+        fits = ~(room - beats)[-1]
+        # ``burst == 1`` from the two candidates' tests, beside the choice (not after it)
+        one = Mux(fits, beats_one, room == 1)
         return Mux(fits, beats[:w], room), fits, one
 
-    def _set(self, m, cur, left, fit_beats, first):
-        burst, fits, one = self._fit(fit_beats, first)
+    def _set(self, m, cur, left, fit_beats, first, beats_one):
+        burst, fits, one = self._fit(fit_beats, first, beats_one)
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
                      self.row_end.eq(fits), self.one.eq(one)]
+        return one
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
@@ -138,20 +161,26 @@ class _Walker:
         p1 = stage({"_whole": whole,
                     "_whole1": (nbytes + (2 << lb) - 1) >> lb,
                     "_tail": tail if lb else 0,
+                    "_whole_one": whole == 1,
+                    "_whole1_one": ((nbytes + (2 << lb) - 1) >> lb) == 1,
                     "addr": addr, "next_row": addr + stride, "rows_left": rows - 1,
                     "more": rows != 1, "_count_nz": count != 0,
                     "rows_nz": rows != 0}, "p1", registered=cycles == 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
-        burst, fits, one = self._fit(beats, first)
+        burst, fits, one = self._fit(
+            beats, first, self._span_one(over, p1["_whole_one"], p1["_whole1_one"]))
         # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
         # ``go``: the transfer has data (rows and count ≠ 0), the engine's ``active`` at start
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
                     "row_end": fits, "one": one,
                     "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
-                    "go": p1["rows_nz"] & p1["_count_nz"]},
+                    "go": p1["rows_nz"] & p1["_count_nz"],
+                    "_over": self._span(p1["next_row"], p1["_whole"], p1["_whole1"],
+                                        p1["_tail"])[2]},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
-                                             "_whole1", "_tail", "_count_nz")}}
+                                             "_whole1", "_tail", "_count_nz", "_whole_one",
+                                             "_whole1_one")}}
 
     def load(self, m: Module, pre: dict):
         """Every walker register from ``pre`` but ``nz``: done in every cycle the engine is
@@ -164,18 +193,27 @@ class _Walker:
         m.d.sync += self.nz.eq(pre["nz"])
 
     def advance(self, m: Module):
+        """Move past the burst (in the caller's condition); returns ``one``'s next value."""
         with m.If(self.row_end & self.more):
-            self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n)
-            m.d.sync += [self.next_row.eq(self.next_row + self._stride),
+            one_row = self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
+                      self._span_one(self._over_n, self._whole_one, self._whole1_one))
+            after = self.next_row + self._stride
+            # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
+            m.d.sync += [self.next_row.eq(after), self._over.eq(self._span(
+                             after, self._whole, self._whole1, self._tail)[2]),
                          self.rows_left.eq(self.rows_left - 1),
-                         self.more.eq(self.rows_left != 1),
+                         self.more.eq(~(self.rows_left - 2)[-1]),
                          self.nz.eq(self._over_n | self._count_nz)]
         with m.Else():
             # inside a row the burst ran to an M-beat boundary: the next one starts on it;
             # it left beats exactly when it did not end the row (else it took them all)
-            left = self.left - self.burst
-            self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)))
+            # (``left ≥ 1`` here while the walk goes on: ``left == 1`` is ``left < 2``, a
+            # borrow)
+            left = (self.left - self.burst)[:len(self.left)]
+            one_in = self._set(m, self.cur + self.burst, left, left,
+                               Const(0, max(self.lm, 1)), (left - 2)[-1])
             m.d.sync += self.nz.eq(~self.row_end)
+        return Mux(self.row_end & self.more, one_row, one_in)
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -254,11 +292,18 @@ class DmaReader(wiring.Component):
         with m.If(self.start):
             iw.start(m, pre)
             m.d.sync += active.eq(pre["go"])
+        # (``left == 2`` and ``drows_left == 1`` as borrows, carry chains and no LUT trees:
+        # ``left ≥ 2`` where the first is kept, ``drows_left ≥ 1`` where the second is, and
+        # after the final row ``final_row`` is unread until the idle cycles set it again)
+        #: for the tests (``_Walker.invariants``)
+        self.invariants = [*iw.invariants(),
+                           ("last", last, left == 1, active),
+                           ("final_row", final_row, drows_left == 0, active)]
         with m.If(take):
-            m.d.sync += [left.eq(left - 1), last.eq(left == 2)]
+            m.d.sync += [left.eq(left - 1), last.eq((left - 3)[-1])]
             with m.If(last):
                 m.d.sync += [left.eq(count), last.eq(count_one), drow.eq(drow + stride),
-                             drows_left.eq(drows_left - 1), final_row.eq(drows_left == 1)]
+                             drows_left.eq(drows_left - 1), final_row.eq((drows_left - 2)[-1])]
                 with m.If(final_row):
                     m.d.sync += active.eq(0)
 
@@ -346,12 +391,11 @@ class DmaWriter(wiring.Component):
         wcmd_fire = Signal()
         wr_fire = Signal()
         burst_done = Signal()
-        # registers for ``ahead != 0``, ``beat == 0`` and, from the second beat on,
-        # ``beat == burst − 1``, each set from the values it compares a cycle ahead: the data
-        # channel's ``valid``, ``last`` and the handshakes that follow read no compare (Fmax)
+        # registers for ``ahead != 0`` and ``beat == burst − 1``, each set from the values it
+        # compares a cycle ahead: the data channel's ``valid``, ``last`` and the handshakes
+        # that follow read no compare (Fmax)
         ahead_nz = Signal()
-        first_beat = Signal(init=1)
-        later_last = Signal()
+        beat_last = Signal()    # the beat offered ends its burst (``wr.last``)
         # ``pending != depth`` and ``pending != 0`` as registers, chosen by the handshakes
         # among compares of this cycle's ``pending`` (Fmax: ``wcmd.valid`` and ``busy`` leave
         # flip-flops)
@@ -368,7 +412,7 @@ class DmaWriter(wiring.Component):
             port.wcmd.payload.len.eq(iw.burst - 1),
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
             wr_fire.eq(port.wr.valid & port.wr.ready),
-            port.wr.payload.last.eq(Mux(first_beat, dw.one, later_last)),
+            port.wr.payload.last.eq(beat_last),
             burst_done.eq(wr_fire & port.wr.payload.last),
             self.busy.eq(iw.nz | active | pending_nz),
         ]
@@ -386,22 +430,28 @@ class DmaWriter(wiring.Component):
                      data_ok.eq(active_next & ahead_nz_next)]
         idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
         m.d.comb += idle.eq(~(iw.nz | active | pending_nz))
+        #: for the tests (``_Walker.invariants``; the data walker's hold while ``active``)
+        self.invariants = [*iw.invariants(),
+                           *[(f"data_{name}", flag, value, active)
+                             for name, flag, value, _ in dw.invariants() if name != "nz"],
+                           ("beat_last", beat_last, beat + 1 == dw.burst, active)]
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(idle):
             iw.load(m, pre)
             dw.load(m, pre)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
-                         first_beat.eq(1)]
+                         beat_last.eq(pre["one"])]
         # ``start`` comes only while idle, the beats only while active: neither gates the other
         with m.If(self.start):
             iw.start(m, pre)
+        # ``beat_last`` a register: for a burst's first beat the data walker's ``one`` (set
+        # with it), then ``beat + 1 == burst`` a beat ahead (Fmax: ``burst_done``, which
+        # moves the data walker and the bookkeeping, is the handshake and one flip-flop)
         with m.If(burst_done):
-            dw.advance(m)
-            m.d.sync += [beat.eq(0), first_beat.eq(1)]
+            m.d.sync += [beat.eq(0), beat_last.eq(dw.advance(m))]
         with m.Elif(wr_fire):
-            m.d.sync += [beat.eq(beat + 1), first_beat.eq(0),
-                         later_last.eq(beat + 2 == dw.burst)]
+            m.d.sync += [beat.eq(beat + 1), beat_last.eq(beat + 2 == dw.burst)]
 
         if eb >= bb:
             k = eb // bb
@@ -448,14 +498,19 @@ class DmaWriter(wiring.Component):
             # or the next row's first one)
             lane0 = (self.addr >> le)[:_log2(per)]
             next_lane = (dw.next_row >> le)[:_log2(per)]
+            self.invariants += [("last", last, left == 1, active),
+                                ("closes", closes, (lane == per - 1) | (left == 1), active)]
             with m.If(idle):
                 m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | (self.count == 1)),
                              left.eq(self.count), last.eq(self.count == 1),
                              count_one.eq(self.count == 1), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
-                m.d.sync += [left.eq(left - 1), last.eq(left == 2),
+                # ``left == 2`` as ``left < 3``, a borrow (a carry chain, no LUT tree): read
+                # only where ``left ≥ 2`` (``last`` chooses the other terms)
+                two = (left - 3)[-1]
+                m.d.sync += [left.eq(left - 1), last.eq(two),
                              closes.eq(Mux(last, (next_lane == per - 1) | count_one,
-                                           ~closes & (lane == per - 2) | (left == 2)))]
+                                           ~closes & (lane == per - 2) | two))]
                 with m.If(closes):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():
@@ -536,11 +591,25 @@ class TensorLoader(wiring.Component):
         if self._transform is not None:
             data = self._transform(data)
 
-        def set_n(value):
-            m.d.sync += [n.eq(value), n_one.eq(value == 1)]
+        # ``n == 1`` of each value ``n`` is set to, registered with the instruction (``n``'s
+        # sources are registers; ``set_n`` reads their flags): ROW's and the runs' choices of
+        # ``n_one`` are multiplexers of flip-flops (Fmax)
+        row_len_one, first_n_one, x_size_one, xp1_one = (
+            Signal(name=f"{k}_one") for k in ("row_len", "first_n", "x_size", "x_pad_1"))
+
+        # in DATA, a flip-flop set with the state: the reader's ``out.ready`` (and with it the
+        # memory's ``rd.ready`` and the reader's data-side enables) reads no state decode (Fmax)
+        in_data = Signal()
+        m.d.comb += reader.out.ready.eq(in_data)
+
+        def set_n(value, one):
+            m.d.sync += [n.eq(value), n_one.eq(one)]
 
         def count_down():
-            m.d.sync += [n.eq(n - 1), n_one.eq(n == 2)]
+            # ``n − 1 == 1`` as ``n < 3``, the borrow of a subtraction (a carry chain, no LUT
+            # tree): ``n ≥ 1`` in every counting state, and where ``n`` was 1 the state is left
+            # and ``n_one`` unread (ROW) or set again (``start_data``, ``after_data``)
+            m.d.sync += [n.eq(n - 1), n_one.eq((n - 3)[-1])]
 
         m.d.comb += self.wr_raw.eq(data)
 
@@ -550,21 +619,23 @@ class TensorLoader(wiring.Component):
             count_down()
 
         def start_data():
-            set_n(insn.x_size)
+            set_n(insn.x_size, x_size_one)
 
         def next_row():
-            m.d.sync += [nr.eq(nr + 1), ended.eq(nr == rows),
+            # ``nr == rows`` as ``nr ≥ rows`` (``nr ≤ rows`` while rows run), the borrow of
+            # a subtraction: a carry chain, no LUT tree (Fmax)
+            m.d.sync += [nr.eq(nr + 1), ended.eq(~(nr - rows)[-1]),
                          pad.eq((nr < insn.y_pad_0) | (nr >= data_end))]
             m.next = "ROW"
 
         def after_data():
-            set_n(insn.x_pad_1)         # (unused when it is 0: ROW sets ``n`` again)
+            set_n(insn.x_pad_1, xp1_one)    # (unused when it is 0: ROW sets ``n`` again)
             with m.If(xp1_nz):
                 m.next = "RPAD"
             with m.Else():
                 next_row()
 
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 # taken in every idle cycle, not only with `start`: the start condition
                 # then drives the state alone, not these registers' enables (Fmax)
@@ -578,13 +649,16 @@ class TensorLoader(wiring.Component):
                              ended.eq(rows == 0),
                              pad.eq((insn.y_pad_0 != 0) | (data_end == 0)),
                              xp0_nz.eq(f.x_pad_0 != 0), xp1_nz.eq(f.x_pad_1 != 0),
-                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size))]
+                             first_n.eq(Mux(f.x_pad_0 != 0, f.x_pad_0, f.x_size)),
+                             # (from the registers of the cycle before, as ``ended``)
+                             row_len_one.eq(row_len == 1), first_n_one.eq(first_n == 1),
+                             x_size_one.eq(insn.x_size == 1), xp1_one.eq(insn.x_pad_1 == 1)]
                 with m.If(self.start):
                     m.next = "ROW"
             with m.State("ROW"):
                 m.d.comb += self.busy.eq(1)
                 # ``n`` for the row's first run (unused when the rows have ended)
-                set_n(Mux(pad, row_len, first_n))
+                set_n(Mux(pad, row_len, first_n), Mux(pad, row_len_one, first_n_one))
                 with m.If(ended):
                     m.next = "IDLE"
                 with m.Elif(pad):
@@ -592,6 +666,7 @@ class TensorLoader(wiring.Component):
                 with m.Elif(xp0_nz):
                     m.next = "LPAD"
                 with m.Else():
+                    m.d.sync += in_data.eq(1)
                     m.next = "DATA"
             with m.State("ZERO"):
                 m.d.comb += self.busy.eq(1)
@@ -603,18 +678,26 @@ class TensorLoader(wiring.Component):
                 write_zero()
                 with m.If(n_one):
                     start_data()
+                    m.d.sync += in_data.eq(1)
                     m.next = "DATA"
             with m.State("DATA"):
-                m.d.comb += [self.busy.eq(1), reader.out.ready.eq(1)]
+                m.d.comb += self.busy.eq(1)
                 with m.If(reader.out.valid):
                     m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(data)]
                     m.d.sync += sram_addr.eq(sram_addr + 1)
                     count_down()
                     with m.If(n_one):
+                        m.d.sync += in_data.eq(0)
                         after_data()
             with m.State("RPAD"):
                 m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
                     next_row()
+        counting = fsm.ongoing("ZERO") | fsm.ongoing("LPAD") | fsm.ongoing("DATA") | \
+            fsm.ongoing("RPAD")
+        #: for the tests (``_Walker.invariants``)
+        self.invariants = [("n_one", n_one, n == 1, counting),
+                           ("in_data", in_data, fsm.ongoing("DATA"), 1),
+                           ("ended", ended, nr == rows + 1, fsm.ongoing("ROW"))]
         return m

@@ -13,7 +13,8 @@ from isa.errors import ErrorCode
 from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
+from .modcommon import (error_index, module_members, mux_ports, raise_error, start_decision,
+                        start_outcome)
 
 __all__ = ["LoadModule"]
 
@@ -54,7 +55,8 @@ class LoadModule(wiring.Component):
         m.d.comb += head.eq(self.head.word)
         is_inp = Signal()
         m.d.sync += is_inp.eq(head.memory_type == MemType.INP)
-        sel_inp = Signal()
+        # the port's selects, one-hot registers (``hw.modcommon.mux_ports``)
+        sel_inp, sel_wgt = Signal(), Signal()
         insn = Signal(mem_insn())
         index = Signal(INDEX_BITS)
         m.d.comb += [
@@ -64,7 +66,7 @@ class LoadModule(wiring.Component):
             self.wgt_waddr.eq(wgt.wr_addr), self.wgt_wdata.eq(wgt.wr_data),
             self.wgt_wen.eq(wgt.wr_en),
         ]
-        mux_ports(m, self.port, [(sel_inp, inp.port), (~sel_inp, wgt.port)])
+        mux_ports(m, self.port, [(sel_inp, inp.port), (sel_wgt, wgt.port)])
 
         checks = mem_range_checks(m, head, dram_size=self.dram_size, padded=True, kinds={
             MemType.INP: (cfg.inp_elem_bytes, cfg.inp_depth),
@@ -87,17 +89,12 @@ class LoadModule(wiring.Component):
                 m.d.comb += self.idle.eq(1)
                 # taken in every idle cycle (used once the instruction runs; the port's
                 # selection changes with no burst in flight): off the start condition's path
-                m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp)]
+                m.d.sync += [insn.eq(head), index.eq(self.head.index), sel_inp.eq(is_inp),
+                             sel_wgt.eq(~is_inp)]
                 with m.If(go):
                     m.d.comb += self.pop_g2l.eq(head.pop_next)
-                    with m.If(noop):
-                        m.next = "RETIRE"
-                    with m.Elif(sram_bad):
-                        raise_error(m, self, ErrorCode.SRAM_RANGE)
-                    with m.Elif(dram_bad):
-                        raise_error(m, self, ErrorCode.DRAM_RANGE)
-                    with m.Else():
-                        m.d.comb += [inp.start.eq(is_inp), wgt.start.eq(~is_inp)]
+                    with start_outcome(m, self, noop=noop, sram_bad=sram_bad,
+                                       dram_bad=dram_bad):
                         m.next = "EXEC"
             with m.State("EXEC"):
                 with m.If(~inp.busy & ~wgt.busy):
@@ -109,6 +106,12 @@ class LoadModule(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
                                          needs=[(head.pop_next, self.g2l_avail_next)]))
+        # the loaders' starts as ``go`` and the registered decodes (``go`` implies IDLE:
+        # ``hw.modcommon.start_decision``), not under the FSM's state decode (Fmax: the start
+        # reaches the walkers' ``nz`` through one gate more, not three)
+        ok = Signal()
+        m.d.comb += [ok.eq(~noop & ~sram_bad & ~dram_bad),
+                     inp.start.eq(go & ok & is_inp), wgt.start.eq(go & ok & ~is_inp)]
         return m
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib.wiring import In, Out
 
 from isa.errors import ErrorCode
@@ -11,7 +11,7 @@ from .fields import INDEX_BITS, queue_entry
 from .memport import MemPortSignature
 
 __all__ = ["module_members", "start_decision", "raise_error", "error_index", "mux_ports",
-           "ERR_BITS"]
+           "start_outcome", "ERR_BITS"]
 
 ERR_BITS = 4
 
@@ -63,22 +63,62 @@ def error_index(m: Module, comp, head_index, index):
     m.d.comb += comp.err_index.eq(Mux(comp.idle, head_index, index))
 
 
+def start_outcome(m: Module, comp, *, noop, sram_bad, dram_bad):
+    """The start cycle's common choice (``go`` high, IDLE): a no-op retires at once (returns
+    to the caller's RETIRE through ``m.next``), a range error is raised (SRAM before DRAM,
+    the FSM stays in IDLE: the core halts), else the caller starts its work under the
+    returned ``with`` (the ``m.Else()`` block: ``with start_outcome(...):``)."""
+    with m.If(noop):
+        m.next = "RETIRE"
+    with m.Elif(sram_bad):
+        raise_error(m, comp, ErrorCode.SRAM_RANGE)
+    with m.Elif(dram_bad):
+        raise_error(m, comp, ErrorCode.DRAM_RANGE)
+    return m.Else()
+
+
+def _or_select(width: int, choices):
+    """The OR of the ``width``-bit values whose select is high (at most one is)."""
+    out = 0
+    for sel, value in choices:
+        out = out | (sel.replicate(width) & value)
+    return out
+
+
 def mux_ports(m: Module, port, children):
     """Connect one of several initiator ports (``(select, child_port)``) to ``port``.
 
-    Only the selected child drives ``rcmd``/``wcmd``/``wr`` and sees ``rd.valid`` and
-    ``wr_ack``; every child sees the ``rd`` payload. The selection may change only while no
-    burst of the selected child is in flight (between instructions).
+    The selects are one-hot (at most one high) and should be registers decided before the
+    transfer starts (e.g. set in IDLE from the head's memory type, as hw.load's ``sel_inp``
+    and ``sel_wgt``): ``port``'s signals are the AND-OR of the children's (each select a
+    LUT input beside the child's signal, no chain of priority multiplexers) and each child's
+    ``wr_ack`` and ``ready`` one AND. Only the selected child drives ``rcmd``/``wcmd``/``wr``
+    and sees ``wr_ack``; the read data channel is not selected: every child sees the ``rd``
+    payload and ``rd.valid``, and ``rd.ready`` is the OR of the children's (Fmax: the memory's
+    read handshake crosses no selection), so a child not selected must hold its ``rd.ready``
+    low (an idle engine does: a :class:`~hw.dma.TensorLoader`'s reader is ready only in its
+    DATA state). The selection may change only while no burst of the selected child is in
+    flight (between instructions).
     """
+    def either(get):
+        return [(sel, Value.cast(get(child))) for sel, child in children]
+
+    def drive(get):
+        target = Value.cast(get(port))
+        m.d.comb += target.eq(_or_select(len(target), either(get)))
+
+    for getter in (lambda p: p.rcmd.valid, lambda p: p.rcmd.payload,
+                   lambda p: p.wcmd.valid, lambda p: p.wcmd.payload,
+                   lambda p: p.wr.valid, lambda p: p.wr.payload):
+        drive(getter)
+    # ``rd.ready`` the OR of the children's, ungated as ``rd.valid`` (a child not selected
+    # holds it low): the read handshake crosses one LUT of the children's readies, not the
+    # selection (Fmax: the memory's read data → the arbiter's read bookkeeping)
+    m.d.comb += port.rd.ready.eq(Cat(*[child.rd.ready for _, child in children]).any())
     for sel, child in children:
-        m.d.comb += [child.rd.payload.eq(port.rd.payload)]
-        with m.If(sel):
-            m.d.comb += [
-                port.rcmd.valid.eq(child.rcmd.valid), port.rcmd.payload.eq(child.rcmd.payload),
-                child.rcmd.ready.eq(port.rcmd.ready),
-                port.wcmd.valid.eq(child.wcmd.valid), port.wcmd.payload.eq(child.wcmd.payload),
-                child.wcmd.ready.eq(port.wcmd.ready),
-                child.rd.valid.eq(port.rd.valid), port.rd.ready.eq(child.rd.ready),
-                port.wr.valid.eq(child.wr.valid), port.wr.payload.eq(child.wr.payload),
-                child.wr.ready.eq(port.wr.ready), child.wr_ack.eq(port.wr_ack),
-            ]
+        m.d.comb += [child.rd.payload.eq(port.rd.payload),
+                     child.rcmd.ready.eq(sel & port.rcmd.ready),
+                     child.wcmd.ready.eq(sel & port.wcmd.ready),
+                     child.rd.valid.eq(port.rd.valid),
+                     child.wr.ready.eq(sel & port.wr.ready),
+                     child.wr_ack.eq(sel & port.wr_ack)]

@@ -12,7 +12,7 @@ from isa.errors import ErrorCode
 from .dma import PREPARE_CYCLES, DmaWriter, _log2
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
-from .modcommon import error_index, module_members, raise_error, start_decision
+from .modcommon import error_index, module_members, raise_error, start_decision, start_outcome
 
 __all__ = ["StoreModule"]
 
@@ -83,7 +83,10 @@ class StoreModule(wiring.Component):
         with m.Elif(advance):
             m.d.sync += valid.eq(more)
             with m.If(more):
-                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1), more.eq(left != 1)]
+                # (``left ≥ 1`` with ``more``: ``left != 1`` is ``left ≥ 2``, a borrow, a carry
+                # chain and no LUT tree)
+                m.d.sync += [raddr.eq(raddr + 1), left.eq(left - 1),
+                             more.eq(~(left - 2)[-1])]
 
         error_index(m, self, self.head.index, index)
         go = Signal()
@@ -95,17 +98,12 @@ class StoreModule(wiring.Component):
                 m.d.sync += [insn.eq(head), index.eq(self.head.index), raddr.eq(head.sram_base)]
                 with m.If(go):
                     m.d.comb += self.pop_g2s.eq(head.pop_prev)
-                    with m.If(noop):
-                        m.next = "RETIRE"
-                    with m.Elif(sram_bad):
-                        raise_error(m, self, ErrorCode.SRAM_RANGE)
-                    with m.Elif(dram_bad):
-                        raise_error(m, self, ErrorCode.DRAM_RANGE)
-                    with m.Elif(no_rows):
-                        m.next = "RETIRE"
-                    with m.Else():
-                        m.d.comb += [writer.start.eq(1), row_start.eq(1)]
-                        m.next = "WAIT"
+                    with start_outcome(m, self, noop=noop, sram_bad=sram_bad,
+                                       dram_bad=dram_bad):
+                        with m.If(no_rows):
+                            m.next = "RETIRE"
+                        with m.Else():
+                            m.next = "WAIT"
             with m.State("WAIT"):
                 with m.If(~writer.busy):
                     m.next = "RETIRE"
@@ -116,4 +114,8 @@ class StoreModule(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += go.eq(start_decision(m, self, retire=fsm.ongoing("RETIRE"),
                                          needs=[(head.pop_prev, self.g2s_avail_next)]))
+        # the writer's start as ``go`` and the registered decodes (``go`` implies IDLE:
+        # ``hw.modcommon.start_decision``), not under the FSM's state decode (Fmax)
+        m.d.comb += [row_start.eq(go & ~noop & ~sram_bad & ~dram_bad & ~no_rows),
+                     writer.start.eq(row_start)]
         return m
