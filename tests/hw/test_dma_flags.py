@@ -35,6 +35,17 @@ SHAPES = [(2, 6, 37, 3, 45), (8, 104, 1, 5, 3), (32, 96, 9, 4, 11), (2, 14, 1, 6
           (8, 8, 20, 1, 0)]
 
 
+async def _start(ctx, dut, **transfer):
+    """The transfer's inputs held ``PREPARE_CYCLES`` before a one-cycle ``start`` (§3)."""
+    for k, v in transfer.items():
+        ctx.set(getattr(dut, k), v)
+    for _ in range(PREPARE_CYCLES):
+        await ctx.tick()
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+
+
 @pytest.mark.parametrize("eb,addr,count,rows,stride", SHAPES)
 @pytest.mark.parametrize("backpressure", [None, 3])
 def test_reader_flags_follow_their_definitions(eb, addr, count, rows, stride, backpressure):
@@ -46,13 +57,7 @@ def test_reader_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
     seen = set()
 
     async def bench(ctx):
-        for k, v in dict(addr=addr, count=count, rows=rows, stride=stride * eb).items():
-            ctx.set(getattr(dut, k), v)
-        for _ in range(PREPARE_CYCLES):
-            await ctx.tick()
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, addr=addr, count=count, rows=rows, stride=stride * eb)
         got = 0
         for _ in range(3000):
             ready = rng.random() < 0.7
@@ -79,13 +84,7 @@ def test_writer_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
     seen = set()
 
     async def bench(ctx):
-        for k, v in dict(addr=addr, count=count, rows=rows, stride=stride * eb).items():
-            ctx.set(getattr(dut, k), v)
-        for _ in range(PREPARE_CYCLES):
-            await ctx.tick()
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, addr=addr, count=count, rows=rows, stride=stride * eb)
         i, n = 0, rows * count
         for _ in range(4000):
             ctx.set(dut.inp.valid, i < n and rng.random() < 0.8)
