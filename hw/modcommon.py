@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from isa.errors import ErrorCode
 
+from .alu import one_hot
 from .fields import INDEX_BITS, queue_entry
 from .memport import MemPortSignature
 
@@ -77,14 +78,6 @@ def start_outcome(m: Module, comp, *, noop, sram_bad, dram_bad):
     return m.Else()
 
 
-def _or_select(width: int, choices):
-    """The OR of the ``width``-bit values whose select is high (at most one is)."""
-    out = 0
-    for sel, value in choices:
-        out = out | (sel.replicate(width) & value)
-    return out
-
-
 def mux_ports(m: Module, port, children):
     """Connect one of several initiator ports (``(select, child_port)``) to ``port``.
 
@@ -105,7 +98,7 @@ def mux_ports(m: Module, port, children):
 
     def drive(get):
         target = Value.cast(get(port))
-        m.d.comb += target.eq(_or_select(len(target), either(get)))
+        m.d.comb += target.eq(one_hot(len(target), either(get)))
 
     for getter in (lambda p: p.rcmd.valid, lambda p: p.rcmd.payload,
                    lambda p: p.wcmd.valid, lambda p: p.wcmd.payload,
