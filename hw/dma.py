@@ -36,6 +36,17 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
+def _below(v, k: int):
+    """``v < k`` (``v`` unsigned, ``k`` a constant ≥ 1) as the borrow of ``v − k``: a carry
+    chain, no LUT tree over ``v``'s bits (Fmax)."""
+    return (v - k)[-1]
+
+
+def _equals(v, k: int):
+    """``v == k`` (``v`` unsigned, ``k`` a small constant) from two borrows side by side."""
+    return _below(v, 1) if k == 0 else _below(v, k + 1) & ~_below(v, k)
+
+
 class _Walker:
     """Walks the bursts of a 2-D transfer (the rule of :func:`isa.bursts.span_beats`, row by
     row): ``cur`` the next beat, ``left`` the beats left in the row, ``next_row`` the next
@@ -66,6 +77,13 @@ class _Walker:
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
         self.one = Signal(name=f"{name}_one")      # ``burst == 1``, set with it
+        # where the burst does not end the row: the next one (from the ``M``-beat boundary)
+        # is one beat, ``left − burst == 1``, set with them (Fmax: ``advance``'s ``one``
+        # inside a row is this flip-flop, not two carry chains in series)
+        self.one_after = Signal(name=f"{name}_one_after")
+        # the first burst of the row at ``next_row`` is one beat, set with ``next_row``: the
+        # next burst's ``one`` is a choice of two flip-flops (Fmax: ``beat_last``)
+        self._row_one = Signal(name=f"{name}_row_one")
         # ``left ≠ 0`` and ``rows_left ≠ 0`` as registers set with them: the command's
         # ``valid`` and the walker's own enables read no wide OR (Fmax)
         self.nz = Signal(name=f"{name}_nz")
@@ -85,15 +103,21 @@ class _Walker:
         self._over_n = self._over if self.lb else Const(0)
         self._beats_n = Mux(self._over, self._whole1, self._whole) if self.lb else self._whole
 
-    def invariants(self) -> list:
+    def invariants(self, walking=None) -> list:
         """``(name, flag, its definition, when it holds)`` of the walker's registered flags
-        (for the tests: each flag equals its definition in every cycle of ``when``)."""
-        return [("one", self.one, self.burst == 1, self.nz),
-                ("row_end", self.row_end, self.left == self.burst, self.nz),
-                ("nz", self.nz, self.left != 0, self.nz),
-                ("more", self.more, self.rows_left != 0, self.nz),
+        (for the tests: each flag equals its definition in every cycle of ``when``);
+        ``walking``: while the walk runs (default ``nz``)."""
+        on = self.nz if walking is None else walking
+        return [("one", self.one, self.burst == 1, on),
+                ("one_after", self.one_after,
+                 (self.left - self.burst == 1) | (self.mb == 1), on & ~self.row_end),
+                ("row_one", self._row_one, self._first_burst(
+                    self.next_row, self._whole, self._whole1, self._tail) == 1, on & self.more),
+                ("row_end", self.row_end, self.left == self.burst, on),
+                ("nz", self.nz, self.left != 0, on),
+                ("more", self.more, self.rows_left != 0, on),
                 ("over", self._over_n, self._span(self.next_row, self._whole, self._whole1,
-                                                  self._tail)[2], self.nz)]
+                                                  self._tail)[2], on)]
 
     def _span(self, addr, whole, whole1, tail):
         """(first beat, beats, beats are ``whole1``) of a row at byte address ``addr``."""
@@ -101,6 +125,18 @@ class _Walker:
             return addr, whole, Const(0)
         over = (addr[:self.lb] + tail)[self.lb]
         return addr >> self.lb, Mux(over, whole1, whole), over
+
+    def _first_burst(self, addr, whole, whole1, tail):
+        """The length of the first burst of a row at byte address ``addr`` (for the tests)."""
+        first, beats, _ = self._span(addr, whole, whole1, tail)
+        return self._fit(beats, first, beats == 1)[0]
+
+    def _first_one(self, addr, p):
+        """The first burst of a row at byte address ``addr`` is one beat (``p``: the span
+        terms, the walker's or ``prepare``'s P1 registers). Only ``addr``'s low bits count."""
+        first, beats, over = self._span(addr, p["_whole"], p["_whole1"], p["_tail"])
+        return self._fit(beats, first,
+                         self._span_one(over, p["_whole_one"], p["_whole1_one"]))[2]
 
     def _span_one(self, over, whole_one, whole1_one):
         """``beats == 1`` of the span :meth:`_span` chose with ``over``."""
@@ -118,12 +154,18 @@ class _Walker:
         fits = ~(room - beats)[-1]
         # ``burst == 1`` from the two candidates' tests, beside the choice (not after it)
         one = Mux(fits, beats_one, room == 1)
-        return Mux(fits, beats[:w], room), fits, one
+        # not fitting, the burst is ``room`` and leaves ``beats − room`` (≥ 1): one beat
+        # after it is ``beats < room + 2``, a borrow (every burst is one beat if M = 1)
+        one_after = Const(1) if self.mb == 1 else (beats - (room + 2))[-1]
+        return Mux(fits, beats[:w], room), fits, one, one_after
 
-    def _set(self, m, cur, left, fit_beats, first, beats_one):
-        burst, fits, one = self._fit(fit_beats, first, beats_one)
+    def _set(self, m, cur, left, fit_beats, first, beats_one, one=None):
+        """Set the walker to the rest of a row (``one``: ``burst == 1`` if the caller has
+        it); returns ``one``."""
+        burst, fits, fit_one, one_after = self._fit(fit_beats, first, beats_one)
+        one = fit_one if one is None else one
         m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
-                     self.row_end.eq(fits), self.one.eq(one)]
+                     self.row_end.eq(fits), self.one.eq(one), self.one_after.eq(one_after)]
         return one
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
@@ -161,59 +203,65 @@ class _Walker:
         p1 = stage({"_whole": whole,
                     "_whole1": (nbytes + (2 << lb) - 1) >> lb,
                     "_tail": tail if lb else 0,
-                    "_whole_one": whole == 1,
-                    "_whole1_one": ((nbytes + (2 << lb) - 1) >> lb) == 1,
+                    "_whole_one": _equals(Value.cast(whole), 1),
+                    "_whole1_one": _equals((nbytes + (2 << lb) - 1) >> lb, 1),
                     "addr": addr, "next_row": addr + stride, "rows_left": rows - 1,
-                    "more": rows != 1, "_count_nz": count != 0,
-                    "rows_nz": rows != 0}, "p1", registered=cycles == 2)
+                    "more": ~_equals(rows, 1), "_count_nz": ~_equals(count, 0),
+                    "rows_nz": ~_equals(rows, 0),
+                    # for the engines' data sides, loaded in their idle cycles
+                    "count_one": _equals(count, 1)}, "p1", registered=cycles == 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
-        burst, fits, one = self._fit(
+        burst, fits, one, one_after = self._fit(
             beats, first, self._span_one(over, p1["_whole_one"], p1["_whole1_one"]))
         # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
         # ``go``: the transfer has data (rows and count ≠ 0), the engine's ``active`` at start
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits, "one": one,
+                    "row_end": fits, "one": one, "one_after": one_after,
                     "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
                     "go": p1["rows_nz"] & p1["_count_nz"],
                     "_over": self._span(p1["next_row"], p1["_whole"], p1["_whole1"],
-                                        p1["_tail"])[2]},
+                                        p1["_tail"])[2],
+                    "_row_one": self._first_one(p1["next_row"], p1)},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
                                              "_whole1", "_tail", "_count_nz", "_whole_one",
-                                             "_whole1_one")}}
+                                             "_whole1_one", "count_one")}}
 
     def load(self, m: Module, pre: dict):
         """Every walker register from ``pre`` but ``nz``: done in every cycle the engine is
         idle, so only ``nz`` (the engine's ``valid``) waits for ``start`` (Fmax: the start
         condition drives one flip-flop's input, not the walker's multiplexers)."""
         m.d.sync += [getattr(self, name).eq(reg) for name, reg in pre.items()
-                     if name not in ("nz", "go")]
+                     if name not in ("nz", "go", "count_one")]
 
     def start(self, m: Module, pre: dict):
         m.d.sync += self.nz.eq(pre["nz"])
 
     def advance(self, m: Module):
-        """Move past the burst (in the caller's condition); returns ``one``'s next value."""
+        """Move past the burst (in the caller's condition); returns ``one``'s next value (a
+        multiplexer of flip-flops)."""
         with m.If(self.row_end & self.more):
-            one_row = self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
-                      self._span_one(self._over_n, self._whole_one, self._whole1_one))
+            self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
+                      Const(0), one=self._row_one)
             after = self.next_row + self._stride
+            here = {k: getattr(self, k) for k in ("_whole", "_whole1", "_tail", "_whole_one",
+                                                  "_whole1_one")}
             # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
             m.d.sync += [self.next_row.eq(after), self._over.eq(self._span(
                              after, self._whole, self._whole1, self._tail)[2]),
+                         self._row_one.eq(self._first_one(after, here)),
                          self.rows_left.eq(self.rows_left - 1),
                          self.more.eq(~(self.rows_left - 2)[-1]),
                          self.nz.eq(self._over_n | self._count_nz)]
         with m.Else():
             # inside a row the burst ran to an M-beat boundary: the next one starts on it;
             # it left beats exactly when it did not end the row (else it took them all)
-            # (``left ≥ 1`` here while the walk goes on: ``left == 1`` is ``left < 2``, a
-            # borrow)
+            # (the next burst's ``one`` is ``one_after``, registered)
             left = (self.left - self.burst)[:len(self.left)]
-            one_in = self._set(m, self.cur + self.burst, left, left,
-                               Const(0, max(self.lm, 1)), (left - 2)[-1])
+            self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)),
+                      Const(0), one=self.one_after)
             m.d.sync += self.nz.eq(~self.row_end)
-        return Mux(self.row_end & self.more, one_row, one_in)
+        return Mux(self.row_end & self.more, self._row_one, self.one_after)
 
 
 def _engine_members(cfg: VTAConfig, count_bits: int) -> dict:
@@ -283,10 +331,12 @@ class DmaReader(wiring.Component):
             iw.advance(m)
         with m.If(idle):
             iw.load(m, pre)
+            # (the flags from the prepared registers, ``rows − 1 == 0`` as ``more``: no
+            # compare of the inputs before these registers' multiplexers)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
-                         drows_left.eq(self.rows - 1), left.eq(self.count),
-                         count_one.eq(self.count == 1), last.eq(self.count == 1),
-                         final_row.eq(self.rows == 1)]
+                         drows_left.eq(pre["rows_left"]), left.eq(self.count),
+                         count_one.eq(pre["count_one"]), last.eq(pre["count_one"]),
+                         final_row.eq(~pre["more"])]
         # ``start`` comes only while idle and ``take`` only while active: the two never meet,
         # so neither gates the other (Fmax: the start condition reaches `nz` and `active` only)
         with m.If(self.start):
@@ -416,42 +466,54 @@ class DmaWriter(wiring.Component):
             burst_done.eq(wr_fire & port.wr.payload.last),
             self.busy.eq(iw.nz | active | pending_nz),
         ]
-        # ``data_ok`` (``active & ahead != 0``) a register too, from both next values
-        active_next = Signal()
-        ahead_nz_next = Signal()
-        m.d.comb += [
-            active_next.eq(Mux(self.start, pre["go"],
-                               active & ~(burst_done & dw.row_end & ~dw.more))),
-            ahead_nz_next.eq(Mux(wcmd_fire == burst_done, ahead_nz, wcmd_fire | (ahead != 1))),
-        ]
-        m.d.sync += [pending.eq(pending + wcmd_fire - port.wr_ack),
-                     ahead.eq(ahead + wcmd_fire - burst_done),
-                     active.eq(active_next), ahead_nz.eq(ahead_nz_next),
-                     data_ok.eq(active_next & ahead_nz_next)]
+        # The counters' next values chosen by the handshakes among this cycle's ±1 (Fmax: the
+        # handshakes are the last multiplexers, not an adder's inputs)
+        def up_down(reg, up, down):
+            plus, minus = Signal.like(reg), Signal.like(reg)
+            m.d.comb += [plus.eq(reg + 1), minus.eq(reg - 1)]
+            m.d.sync += reg.eq(Mux(up, Mux(down, reg, plus), Mux(down, minus, reg)))
+
+        up_down(pending, wcmd_fire, port.wr_ack)
+        up_down(ahead, wcmd_fire, burst_done)
+        ends = Signal()     # the burst on the data channel is the transfer's last
+        m.d.comb += ends.eq(dw.row_end & ~dw.more)
+        m.d.sync += [active.eq(Mux(self.start, pre["go"], active & ~(burst_done & ends))),
+                     ahead_nz.eq(Mux(wcmd_fire == burst_done, ahead_nz,
+                                     wcmd_fire | (ahead != 1)))]
+        # ``data_ok`` (``active & ahead != 0``) a register too, from both next values; ``start``
+        # comes while idle, where ``active`` and ``ahead`` are 0 and stay so for a cycle, so
+        # it is not among its inputs, and ``burst_done`` is the last choice (Fmax)
+        m.d.sync += data_ok.eq(active & Mux(burst_done, ~ends & (wcmd_fire | (ahead != 1)),
+                                            wcmd_fire | ahead_nz))
         idle = Signal()     # ``busy`` low: the transfer's registers follow the inputs
         m.d.comb += idle.eq(~(iw.nz | active | pending_nz))
         #: for the tests (``_Walker.invariants``; the data walker's hold while ``active``)
         self.invariants = [*iw.invariants(),
-                           *[(f"data_{name}", flag, value, active)
-                             for name, flag, value, _ in dw.invariants() if name != "nz"],
+                           *[(f"data_{name}", flag, value, when)
+                             for name, flag, value, when in dw.invariants(active)
+                             if name != "nz"],
                            ("beat_last", beat_last, beat + 1 == dw.burst, active)]
         with m.If(wcmd_fire):
             iw.advance(m)
         with m.If(idle):
             iw.load(m, pre)
             dw.load(m, pre)
-            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0),
-                         beat_last.eq(pre["one"])]
+            m.d.sync += [count.eq(self.count), stride.eq(self.stride), beat.eq(0)]
         # ``start`` comes only while idle, the beats only while active: neither gates the other
         with m.If(self.start):
             iw.start(m, pre)
-        # ``beat_last`` a register: for a burst's first beat the data walker's ``one`` (set
-        # with it), then ``beat + 1 == burst`` a beat ahead (Fmax: ``burst_done``, which
-        # moves the data walker and the bookkeeping, is the handshake and one flip-flop)
         with m.If(burst_done):
-            m.d.sync += [beat.eq(0), beat_last.eq(dw.advance(m))]
+            m.d.sync += beat.eq(0)
+            next_one = dw.advance(m)
         with m.Elif(wr_fire):
-            m.d.sync += [beat.eq(beat + 1), beat_last.eq(beat + 2 == dw.burst)]
+            m.d.sync += beat.eq(beat + 1)
+        # ``beat_last`` a register: for a burst's first beat the data walker's ``one`` (set
+        # with it; the next burst's from its registers, ``one_after`` inside a row), then
+        # ``beat + 1 == burst`` a beat ahead (Fmax: ``burst_done``, which moves the data walker
+        # and the bookkeeping, is the handshake and one flip-flop). The beat's handshake is
+        # the last choice; no beat moves while idle.
+        m.d.sync += beat_last.eq(Mux(wr_fire, Mux(beat_last, next_one, beat + 2 == dw.burst),
+                                     Mux(idle, pre["one"], beat_last)))
 
         if eb >= bb:
             k = eb // bb
@@ -501,9 +563,9 @@ class DmaWriter(wiring.Component):
             self.invariants += [("last", last, left == 1, active),
                                 ("closes", closes, (lane == per - 1) | (left == 1), active)]
             with m.If(idle):
-                m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | (self.count == 1)),
-                             left.eq(self.count), last.eq(self.count == 1),
-                             count_one.eq(self.count == 1), acc.eq(0), strb.eq(0)]
+                m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | pre["count_one"]),
+                             left.eq(self.count), last.eq(pre["count_one"]),
+                             count_one.eq(pre["count_one"]), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
                 # ``left == 2`` as ``left < 3``, a borrow (a carry chain, no LUT tree): read
                 # only where ``left ≥ 2`` (``last`` chooses the other terms)
@@ -573,6 +635,7 @@ class TensorLoader(wiring.Component):
         first_n = Signal(16)
         n = Signal(24)       # cells left in the current zero run / data run
         n_one = Signal()     # ``n == 1``, set with ``n`` (Fmax: the states' exits)
+        busy = Signal()
         sram_addr = Signal(ADDR_BITS)
         # the instruction's sums, registered with it: ROW compares registers (Fmax)
         row_len = Signal(24)
@@ -592,44 +655,50 @@ class TensorLoader(wiring.Component):
             data = self._transform(data)
 
         # ``n == 1`` of each value ``n`` is set to, registered with the instruction (``n``'s
-        # sources are registers; ``set_n`` reads their flags): ROW's and the runs' choices of
-        # ``n_one`` are multiplexers of flip-flops (Fmax)
+        # sources are registers; ``n_one`` chooses among their flags): ROW's and the runs'
+        # choices of ``n_one`` are multiplexers of flip-flops (Fmax)
         row_len_one, first_n_one, x_size_one, xp1_one = (
             Signal(name=f"{k}_one") for k in ("row_len", "first_n", "x_size", "x_pad_1"))
 
-        # in DATA, a flip-flop set with the state: the reader's ``out.ready`` (and with it the
-        # memory's ``rd.ready`` and the reader's data-side enables) reads no state decode (Fmax)
-        in_data = Signal()
-        m.d.comb += reader.out.ready.eq(in_data)
+        # in DATA and in ROW, flip-flops set with the state: the reader's ``out.ready`` (and
+        # with it the memory's ``rd.ready`` and the reader's data-side enables) and ``n``'s
+        # choices read no state decode (Fmax); ``busy`` (not IDLE) a flip-flop as well
+        in_data, in_row = Signal(), Signal()
+        m.d.comb += [reader.out.ready.eq(in_data), self.busy.eq(busy)]
+        m.d.sync += in_row.eq(0)
 
-        def set_n(value, one):
-            m.d.sync += [n.eq(value), n_one.eq(one)]
-
-        def count_down():
-            # ``n − 1 == 1`` as ``n < 3``, the borrow of a subtraction (a carry chain, no LUT
-            # tree): ``n ≥ 1`` in every counting state, and where ``n`` was 1 the state is left
-            # and ``n_one`` unread (ROW) or set again (``start_data``, ``after_data``)
-            m.d.sync += [n.eq(n - 1), n_one.eq((n - 3)[-1])]
+        # ``n``'s next value outside the FSM, a multiplexer of register values and ``n − 1``
+        # chosen by the two state flags, the reader's ``valid`` and ``n_one``: ROW loads the
+        # row's first run; a count stops in DATA without an element; at ``n == 1`` LPAD
+        # goes on with the data run, DATA with the right pad (unused when it is 0: ROW sets
+        # ``n`` again), ZERO and RPAD with ROW; IDLE's value is unused. ``n − 1 == 1`` as
+        # ``n < 3``, the borrow of a subtraction (a carry chain, no LUT tree): ``n ≥ 1`` in
+        # every counting state.
+        hold = Signal()
+        m.d.comb += hold.eq(in_data & ~reader.out.valid)
+        m.d.sync += [
+            n.eq(Mux(in_row, Mux(pad, row_len, first_n),
+                     Mux(hold, n, Mux(n_one, Mux(in_data, insn.x_pad_1, insn.x_size),
+                                      n - 1)))),
+            n_one.eq(Mux(in_row, Mux(pad, row_len_one, first_n_one),
+                         Mux(hold, n_one, Mux(n_one, Mux(in_data, xp1_one, x_size_one),
+                                              (n - 3)[-1])))),
+        ]
 
         m.d.comb += self.wr_raw.eq(data)
 
         def write_zero():
             m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(0), self.wr_pad.eq(1)]
             m.d.sync += sram_addr.eq(sram_addr + 1)
-            count_down()
-
-        def start_data():
-            set_n(insn.x_size, x_size_one)
 
         def next_row():
             # ``nr == rows`` as ``nr ≥ rows`` (``nr ≤ rows`` while rows run), the borrow of
             # a subtraction: a carry chain, no LUT tree (Fmax)
             m.d.sync += [nr.eq(nr + 1), ended.eq(~(nr - rows)[-1]),
-                         pad.eq((nr < insn.y_pad_0) | (nr >= data_end))]
+                         pad.eq((nr < insn.y_pad_0) | (nr >= data_end)), in_row.eq(1)]
             m.next = "ROW"
 
         def after_data():
-            set_n(insn.x_pad_1, xp1_one)    # (unused when it is 0: ROW sets ``n`` again)
             with m.If(xp1_nz):
                 m.next = "RPAD"
             with m.Else():
@@ -654,12 +723,12 @@ class TensorLoader(wiring.Component):
                              row_len_one.eq(row_len == 1), first_n_one.eq(first_n == 1),
                              x_size_one.eq(insn.x_size == 1), xp1_one.eq(insn.x_pad_1 == 1)]
                 with m.If(self.start):
+                    m.d.sync += [in_row.eq(1), busy.eq(1)]
                     m.next = "ROW"
             with m.State("ROW"):
-                m.d.comb += self.busy.eq(1)
-                # ``n`` for the row's first run (unused when the rows have ended)
-                set_n(Mux(pad, row_len, first_n), Mux(pad, row_len_one, first_n_one))
+                # (``n`` is loaded with the row's first run, unused when the rows have ended)
                 with m.If(ended):
+                    m.d.sync += busy.eq(0)
                     m.next = "IDLE"
                 with m.Elif(pad):
                     m.next = "ZERO"
@@ -669,28 +738,22 @@ class TensorLoader(wiring.Component):
                     m.d.sync += in_data.eq(1)
                     m.next = "DATA"
             with m.State("ZERO"):
-                m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
                     next_row()
             with m.State("LPAD"):
-                m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
-                    start_data()
                     m.d.sync += in_data.eq(1)
                     m.next = "DATA"
             with m.State("DATA"):
-                m.d.comb += self.busy.eq(1)
                 with m.If(reader.out.valid):
                     m.d.comb += [self.wr_en.eq(1), self.wr_data.eq(data)]
                     m.d.sync += sram_addr.eq(sram_addr + 1)
-                    count_down()
                     with m.If(n_one):
                         m.d.sync += in_data.eq(0)
                         after_data()
             with m.State("RPAD"):
-                m.d.comb += self.busy.eq(1)
                 write_zero()
                 with m.If(n_one):
                     next_row()
@@ -699,5 +762,7 @@ class TensorLoader(wiring.Component):
         #: for the tests (``_Walker.invariants``)
         self.invariants = [("n_one", n_one, n == 1, counting),
                            ("in_data", in_data, fsm.ongoing("DATA"), 1),
+                           ("in_row", in_row, fsm.ongoing("ROW"), 1),
+                           ("busy", busy, ~fsm.ongoing("IDLE"), 1),
                            ("ended", ended, nr == rows + 1, fsm.ongoing("ROW"))]
         return m
