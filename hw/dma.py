@@ -335,8 +335,7 @@ class DmaReader(wiring.Component):
             # compare of the inputs before these registers' multiplexers)
             m.d.sync += [count.eq(self.count), stride.eq(self.stride), drow.eq(self.addr),
                          drows_left.eq(pre["rows_left"]), left.eq(self.count),
-                         count_one.eq(pre["count_one"]), last.eq(pre["count_one"]),
-                         final_row.eq(~pre["more"])]
+                         count_one.eq(pre["count_one"]), final_row.eq(~pre["more"])]
         # ``start`` comes only while idle and ``take`` only while active: the two never meet,
         # so neither gates the other (Fmax: the start condition reaches `nz` and `active` only)
         with m.If(self.start):
@@ -349,31 +348,43 @@ class DmaReader(wiring.Component):
         self.invariants = [*iw.invariants(),
                            ("last", last, left == 1, active),
                            ("final_row", final_row, drows_left == 0, active)]
+        last_next = Signal()
+        m.d.comb += last_next.eq(Mux(take, Mux(last, count_one, (left - 3)[-1]),
+                                     Mux(idle, pre["count_one"], last)))
+        m.d.sync += last.eq(last_next)
+        row_done = Signal()     # ``take & last``: the row's last element leaves
         with m.If(take):
-            m.d.sync += [left.eq(left - 1), last.eq((left - 3)[-1])]
-            with m.If(last):
-                m.d.sync += [left.eq(count), last.eq(count_one), drow.eq(drow + stride),
-                             drows_left.eq(drows_left - 1), final_row.eq((drows_left - 2)[-1])]
-                with m.If(final_row):
-                    m.d.sync += active.eq(0)
+            m.d.sync += left.eq(left - 1)
+        with m.If(row_done):
+            m.d.sync += [left.eq(count), drow.eq(drow + stride),
+                         drows_left.eq(drows_left - 1), final_row.eq((drows_left - 2)[-1])]
+            with m.If(final_row):
+                m.d.sync += active.eq(0)
 
         if eb >= bb:
             k = eb // bb
             m.d.comb += port.rd.ready.eq(self.out.ready)
             if k == 1:
                 m.d.comb += [self.out.valid.eq(port.rd.valid),
-                             self.out.payload.eq(port.rd.payload.data)]
+                             self.out.payload.eq(port.rd.payload.data),
+                             row_done.eq(take & last)]
             else:
                 sr = Signal((k - 1) * w)
                 cnt = Signal(range(k))
+                cnt_next = Signal.like(cnt)
+                # ``cnt == k − 1 & last`` (the beat completes the row) a register, from both
+                # next values: ``row_done`` is one gate of the handshake's terms (Fmax)
+                closing = Signal()
                 m.d.comb += [self.out.payload.eq(Cat(sr, port.rd.payload.data)),
-                             self.out.valid.eq(port.rd.valid & (cnt == k - 1))]
-                with m.If(idle):
-                    m.d.sync += cnt.eq(0)
-                with m.Elif(rd_fire):
-                    m.d.sync += [cnt.eq(Mux(cnt == k - 1, 0, cnt + 1)),
-                                 sr.eq(Cat(sr[w:], port.rd.payload.data) if k > 2
-                                       else port.rd.payload.data)]
+                             self.out.valid.eq(port.rd.valid & (cnt == k - 1)),
+                             cnt_next.eq(Mux(idle, 0, Mux(rd_fire, Mux(cnt == k - 1, 0, cnt + 1),
+                                                          cnt))),
+                             row_done.eq(port.rd.valid & self.out.ready & closing)]
+                m.d.sync += [cnt.eq(cnt_next), closing.eq((cnt_next == k - 1) & last_next)]
+                self.invariants.append(("closing", closing, (cnt == k - 1) & last, active))
+                with m.If(rd_fire):
+                    m.d.sync += sr.eq(Cat(sr[w:], port.rd.payload.data) if k > 2
+                                      else port.rd.payload.data)
         else:
             per = bb // eb
             lane = Signal(range(per))
@@ -385,6 +396,7 @@ class DmaReader(wiring.Component):
                 last_lane.eq((lane == per - 1) | last),
                 port.rd.ready.eq(self.out.ready & last_lane),
                 nxt.eq(drow + stride),
+                row_done.eq(take & last),
             ]
             with m.If(idle):
                 m.d.sync += lane.eq((self.addr >> le)[:_log2(per)])
@@ -463,7 +475,6 @@ class DmaWriter(wiring.Component):
             wcmd_fire.eq(port.wcmd.valid & port.wcmd.ready),
             wr_fire.eq(port.wr.valid & port.wr.ready),
             port.wr.payload.last.eq(beat_last),
-            burst_done.eq(wr_fire & port.wr.payload.last),
             self.busy.eq(iw.nz | active | pending_nz),
         ]
         # The counters' next values chosen by the handshakes among this cycle's ±1 (Fmax: the
@@ -512,8 +523,10 @@ class DmaWriter(wiring.Component):
         # ``beat + 1 == burst`` a beat ahead (Fmax: ``burst_done``, which moves the data walker
         # and the bookkeeping, is the handshake and one flip-flop). The beat's handshake is
         # the last choice; no beat moves while idle.
-        m.d.sync += beat_last.eq(Mux(wr_fire, Mux(beat_last, next_one, beat + 2 == dw.burst),
-                                     Mux(idle, pre["one"], beat_last)))
+        beat_last_next = Signal()
+        m.d.comb += beat_last_next.eq(Mux(wr_fire, Mux(beat_last, next_one, beat + 2 == dw.burst),
+                                          Mux(idle, pre["one"], beat_last)))
+        m.d.sync += beat_last.eq(beat_last_next)
 
         if eb >= bb:
             k = eb // bb
@@ -524,6 +537,7 @@ class DmaWriter(wiring.Component):
                                         else self.inp.payload),
                 port.wr.payload.strb.eq(Const(-1, bb)),
                 self.inp.ready.eq(data_ok & port.wr.ready & (sub == k - 1)),
+                burst_done.eq(wr_fire & beat_last),
             ]
             if k > 1:
                 with m.If(idle):
@@ -539,6 +553,11 @@ class DmaWriter(wiring.Component):
             acc = Signal(w)
             strb = Signal(bb)
             closes = Signal()
+            closes_next = Signal()
+            # ``closes & beat_last`` a register, from both next values: ``burst_done`` is one
+            # gate of the handshake's four terms (Fmax: it moves the data walker)
+            closes_last = Signal()
+            m.d.sync += [closes.eq(closes_next), closes_last.eq(closes_next & beat_last_next)]
             cur_data = Signal(w)
             cur_strb = Signal(bb)
             m.d.comb += [
@@ -554,6 +573,8 @@ class DmaWriter(wiring.Component):
                 port.wr.payload.data.eq(cur_data),
                 port.wr.payload.strb.eq(cur_strb),
                 self.inp.ready.eq(data_ok & (~closes | port.wr.ready)),
+                burst_done.eq(data_ok & self.inp.valid & port.wr.ready & closes_last),
+                closes_next.eq(closes),
             ]
             # ``closes`` = ``lane == per − 1 | left == 1`` (the element completes a beat) a
             # register, set from the next lane and ``last`` (a lane after a closing one is 0,
@@ -561,18 +582,20 @@ class DmaWriter(wiring.Component):
             lane0 = (self.addr >> le)[:_log2(per)]
             next_lane = (dw.next_row >> le)[:_log2(per)]
             self.invariants += [("last", last, left == 1, active),
-                                ("closes", closes, (lane == per - 1) | (left == 1), active)]
+                                ("closes", closes, (lane == per - 1) | (left == 1), active),
+                                ("closes_last", closes_last, closes & beat_last, active)]
             with m.If(idle):
-                m.d.sync += [lane.eq(lane0), closes.eq((lane0 == per - 1) | pre["count_one"]),
+                m.d.comb += closes_next.eq((lane0 == per - 1) | pre["count_one"])
+                m.d.sync += [lane.eq(lane0),
                              left.eq(self.count), last.eq(pre["count_one"]),
                              count_one.eq(pre["count_one"]), acc.eq(0), strb.eq(0)]
             with m.Elif(self.inp.valid & self.inp.ready):
                 # ``left == 2`` as ``left < 3``, a borrow (a carry chain, no LUT tree): read
                 # only where ``left ≥ 2`` (``last`` chooses the other terms)
                 two = (left - 3)[-1]
-                m.d.sync += [left.eq(left - 1), last.eq(two),
-                             closes.eq(Mux(last, (next_lane == per - 1) | count_one,
-                                           ~closes & (lane == per - 2) | two))]
+                m.d.sync += [left.eq(left - 1), last.eq(two)]
+                m.d.comb += closes_next.eq(Mux(last, (next_lane == per - 1) | count_one,
+                                               ~closes & (lane == per - 2) | two))
                 with m.If(closes):
                     m.d.sync += [lane.eq(0), acc.eq(0), strb.eq(0)]
                 with m.Else():

@@ -75,6 +75,7 @@ def test_reader_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
     # rows longer than a burst have bursts that do not end them
     assert "one_after" in seen or count * eb <= cfg.max_burst_beats * cfg.bus_bytes
     assert "row_one" in seen or rows == 1
+    assert "closing" in seen or eb <= cfg.bus_bytes
 
 
 @pytest.mark.parametrize("eb,addr,count,rows,stride", SHAPES)
@@ -106,6 +107,7 @@ def test_writer_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
     assert ({"one_after", "data_one_after"} <= seen
             or count * eb <= cfg.max_burst_beats * cfg.bus_bytes)
     assert {"row_one", "data_row_one"} <= seen or rows == 1
+    assert "closes_last" in seen or eb >= cfg.bus_bytes
 
 
 # (x_pad_0, x_size, x_pad_1, y_pad_0, y_size, y_pad_1)
