@@ -258,19 +258,23 @@ class FetchModule(wiring.Component):
                 empty_after = eq[-dl] if -dl in eq else 0      # level + dl == 0
                 m.d.comb += f.eq(count_is(-di) & le[-dl] | count_is(1 - di) & empty_after)
                 fits[dl, di] = f
-        # Dispatch (``buf.r_en``, the deepest of the steps: it follows the queues' ``w_rdy``)
-        # only selects between the two outcomes, each made from the other steps; ``running``
-        # stays after a dispatch unless it was the last one, and without one unless the head
-        # is illegal (``run_end``'s two cases).
-        step = Cat(buf.w_en, rcmd_fire, rd_done)
-        fits_next = [Signal(name=f"gate_fits_r{r}") for r in (0, 1)]
-        with m.Switch(step):
-            for w, c, d in itertools.product((0, 1), repeat=3):
-                with m.Case(w | c << 1 | d << 2):
-                    m.d.comb += [fits_next[r].eq(fits[w - r, c - d]) for r in (0, 1)]
+        # The outcome for each value of the read command's handshake (``rcmd_fire``: the
+        # latest step, through the arbiter's grant) and of dispatch (``buf.r_en``: it follows
+        # the queues' ``w_rdy``), each made from the other steps; those two only select
+        # (Fmax). ``running`` stays after a dispatch unless it was the last one, and without
+        # one unless the head is illegal (``run_end``'s two cases).
+        w, d = buf.w_en, rd_done
         stays = Signal()
         m.d.comb += stays.eq(reader.start | running & ~head_bad)
-        m.d.sync += gate.eq(Mux(buf.r_en, ~at_last & fits_next[1], stays & fits_next[0]))
+        outcome = {}
+        for r, c in itertools.product((0, 1), repeat=2):
+            o = Signal(name=f"gate_next_r{r}c{c}")
+            fit = Mux(w, Mux(d, fits[1 - r, c - 1], fits[1 - r, c]),
+                      Mux(d, fits[-r, c - 1], fits[-r, c]))
+            m.d.comb += o.eq(fit & (~at_last if r else stays))
+            outcome[r, c] = o
+        m.d.sync += gate.eq(Mux(rcmd_fire, Mux(buf.r_en, outcome[1, 1], outcome[0, 1]),
+                                Mux(buf.r_en, outcome[1, 0], outcome[0, 0])))
 
     def _decode_early(self, m, lo):
         """The decode's part that reads only the instruction's low half ``lo`` (bits
