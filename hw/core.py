@@ -269,12 +269,8 @@ class VTACore(wiring.Component):
         latches it at the end of the cycle (``_control``)."""
         # (The core reads ``stuck`` only while the modules' halt is low, where a module's
         # ``blocked`` is its register ``stopped``: one LUT level less, Fmax.)
-        # Each module's "quiet" is one LUT of registers (its state, its queue's ``empty``,
-        # ``stopped``), kept as a net so that synthesis does not spread the module's state
-        # decode over the AND of the four (Fmax).
         empty = [mod.idle & q.empty for mod, q in zip(modules, queues)]
-        quiet = [Signal(name=f"quiet_{i}", attrs={"keep": 1}) for i in range(len(modules))]
-        m.d.comb += [qt.eq(e | mod.stopped) for qt, e, mod in zip(quiet, empty, modules)]
+        quiet = [e | mod.stopped for e, mod in zip(empty, modules)]
         all_quiet = Signal()
         all_empty = Signal()
         m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),

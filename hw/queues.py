@@ -110,10 +110,12 @@ class CommandQueue(wiring.Component):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
             m.d.sync += consume.eq(consume + 1)
-        with m.If(do_write & ~do_read):
-            m.d.sync += [inner_nz.eq(1), w_rdy.eq(inner != inner_depth - 1)]
-        with m.Elif(do_read & ~do_write):
-            m.d.sync += [inner_nz.eq(inner != 1), w_rdy.eq(1)]
+        # the flags' next values for each value of ``do_read`` (the latest: the module's
+        # start), made from ``do_write`` and the count; ``do_read`` only chooses (Fmax)
+        m.d.sync += [
+            inner_nz.eq(Mux(do_read, do_write | (inner != 1), inner_nz | do_write)),
+            w_rdy.eq(Mux(do_write, do_read | (inner != inner_depth - 1), w_rdy | do_read)),
+        ]
         with m.If(do_read):
             m.d.sync += out_valid.eq(1)
         with m.Elif(self.r_en):
