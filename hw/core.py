@@ -224,7 +224,7 @@ class VTACore(wiring.Component):
         end = Signal()
         m.d.comb += end.eq((arb_halt & arb.idle)
                            | (finish_seen & ~mod_err & ~fetch_err & fetch.quiet))
-        with m.If(~done & end):
+        with m.If(end):             # (``done`` stays once set: no ``~done`` needed here)
             m.d.sync += done.eq(1)
         # Fetch's halt as one register set with the first of its three sticky flags (each
         # set condition reduced by the flags that imply the halt already): fetch's dispatch

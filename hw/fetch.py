@@ -359,11 +359,12 @@ class FetchModule(wiring.Component):
     def _control(self, m, reader, buf, running, run_end, head_bad, at_last, index, r_entry):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
 
-        The launch's values (present from the cycle before ``start``) are checked and
-        ``insn_count − 2`` formed in reset-less registers loaded in every cycle, so no carry
-        chain lies on the start condition or on the last dispatch (Fmax). ``running`` is high
-        exactly in RUN: dispatch is decided from it (one flip-flop, not the state's decode),
-        the head's registers, ``halt`` and the queues' ``w_rdy`` (Fmax, §12)."""
+        The launch's values (present from the cycle before ``start``) are checked in
+        reset-less registers loaded in every cycle, and the countdown to the last dispatch is
+        loaded while not running, so no carry chain lies on the start condition or on the last
+        dispatch (Fmax). ``running`` is high exactly in RUN; dispatch is decided from the
+        head's registers (zero without a head), ``halt`` and the queues' ``w_rdy`` alone
+        (Fmax, §12)."""
         insn_end = Signal(40)
         empty = Signal(reset_less=True)
         beyond = Signal(reset_less=True)
