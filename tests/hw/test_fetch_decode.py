@@ -10,11 +10,9 @@ from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from hw.fetch import FetchModule
-from isa.arch import STAGES
+from isa.arch import STAGES, module_of
 from isa.config import load_config
-from isa.encoding import decode
 from isa.layout import alu_layout, gemm_layout, mem_layout
-from isa.arch import module_of
 from sim.functional import FunctionalSimulator, SimulationError
 
 
