@@ -154,8 +154,10 @@ class VTACore(wiring.Component):
         fetch_err = Signal()
         core_err_latched = Signal()
         finish_seen = Signal()
-        err_code = Signal(ERR_BITS)
-        err_index = Signal(INDEX_BITS)
+        # The error's code and index, fetch's and the core's in registers of their own
+        # (``fetch_err`` says which one holds the error: the two flags exclude each other)
+        fetch_code, core_code_held = Signal(ERR_BITS), Signal(ERR_BITS)
+        fetch_index, core_index_held = Signal(INDEX_BITS), Signal(INDEX_BITS)
         halt_modules = Signal()
         failed = Signal()
         arb_halt = Signal()
@@ -164,10 +166,12 @@ class VTACore(wiring.Component):
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             self.running.eq(running & ~done), self.done.eq(done),
-            self.error_code.eq(Mux(fetch_err | core_err_latched, err_code,
-                                   Mux(mod_err, mod_code_now, 0))),
-            self.error_index.eq(Mux(fetch_err | core_err_latched, err_index,
-                                    Mux(mod_err, mod_index_now, 0))),
+            self.error_code.eq(Mux(fetch_err, fetch_code,
+                                   Mux(core_err_latched, core_code_held,
+                                       Mux(mod_err, mod_code_now, 0)))),
+            self.error_index.eq(Mux(fetch_err, fetch_index,
+                                    Mux(core_err_latched, core_index_held,
+                                        Mux(mod_err, mod_index_now, 0)))),
         ]
         for unit in modules:
             m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
@@ -189,35 +193,44 @@ class VTACore(wiring.Component):
         # rises with the first of them. Their setting conditions reduce to the terms below
         # once the halt is up (each is guarded by a flag that already implies it; ``done``
         # follows a failure or FINISH, already latched).
-        m.d.sync += halt_modules.eq(halt_modules | running & (best_valid | core_err | fetch.err
-                                                              | modules[1].finish))
-        with m.If(running & ~halt_modules & core_err):
+        # (Before ``running`` — the start cycle — only fetch can raise an error (its DRAM
+        # range check): the launch has cleared the modules, the queues and the flags, so the
+        # other terms here and below need no ``running``, one input fewer, Fmax.)
+        m.d.sync += halt_modules.eq(halt_modules | best_valid | core_err | modules[1].finish
+                                    | running & fetch.err)
+        with m.If(~halt_modules & core_err):
             m.d.sync += core_err_latched.eq(1)
         with m.If(running & ~done & fetch.err & ~fetch_err & ~core_err_latched):
             m.d.sync += fetch_err.eq(1)
-        # The error's code and index follow this cycle's candidate until one of the two
-        # flags is latched (fetch's error and the core's exclude each other: ``core_err``
-        # requires ``~fetch.err``), so their enable is a register, not the deep set
-        # conditions (Fmax, §12 step 17); they are read only once a flag is set.
+        # The error's code and index follow this cycle's candidates until one of the two
+        # flags is latched, so their enable is a register, not the deep set conditions (Fmax,
+        # §12 step 17); they are read only once a flag is set. Fetch's error and the core's
+        # exclude each other (``core_err`` needs fetch quiet, and a quiet fetch raises no
+        # error), so each pair follows its own candidate: no choice by ``fetch.err`` before
+        # the registers (Fmax).
         with m.If(~fetch_err & ~core_err_latched):
-            m.d.sync += [err_code.eq(Mux(fetch.err, fetch.err_code, core_code)),
-                         err_index.eq(Mux(fetch.err, fetch.err_index, core_index))]
+            m.d.sync += [fetch_code.eq(fetch.err_code), fetch_index.eq(fetch.err_index),
+                         core_code_held.eq(core_code), core_index_held.eq(core_index)]
 
         # (A FINISH that retires with a module error in the same cycle sets ``finish_seen``
         # too, but that error is ``mod_err`` from the next cycle on, which keeps ``end`` low:
         # the set condition needs no module error, the deepest input, Fmax §12.)
-        with m.If(running & modules[1].finish):
+        with m.If(modules[1].finish):
             m.d.sync += finish_seen.eq(1)
+        # (``arb_halt`` while not ``done`` is ``failed`` of the cycle before, and ``failed``
+        # stays once up: its flags are sticky, and ``mod_err & fetch.quiet`` keeps fetch
+        # quiet — the modules halt from the cycle after their error, so no queue frees room
+        # for a stalled fetch. So the failure's term reads no ``failed`` of this cycle, Fmax.)
         end = Signal()
-        m.d.comb += end.eq((failed & arb_halt & arb.idle)
+        m.d.comb += end.eq((arb_halt & arb.idle)
                            | (finish_seen & ~mod_err & ~fetch_err & fetch.quiet))
-        with m.If(running & ~done & end):
+        with m.If(end):             # (``done`` stays once set: no ``~done`` needed here)
             m.d.sync += done.eq(1)
         # Fetch's halt as one register set with the first of its three sticky flags (each
         # set condition reduced by the flags that imply the halt already): fetch's dispatch
         # then starts from a flip-flop, not from an OR of three (Fmax, §12 step 17).
-        m.d.sync += fetch_halt.eq(fetch_halt | running & ((~halt_modules & core_err)
-                                                          | fetch.err | end))
+        m.d.sync += fetch_halt.eq(fetch_halt | (~halt_modules & core_err) | end
+                                  | running & fetch.err)
         return {"running": running, "done": done}
 
     def _module_error(self, m, modules, running, done):
@@ -254,13 +267,15 @@ class VTACore(wiring.Component):
         queue or blocked on a token. MISSING_FINISH (index ``insn_count − 1``) when all is
         dispatched and empty, else DEADLOCK at the lowest blocked instruction index. The core
         latches it at the end of the cycle (``_control``)."""
+        # (The core reads ``stuck`` only while the modules' halt is low, where a module's
+        # ``blocked`` is its register ``stopped``: one LUT level less, Fmax.)
         empty = [mod.idle & q.empty for mod, q in zip(modules, queues)]
-        quiet = [e | mod.blocked for e, mod in zip(empty, modules)]
+        quiet = [e | mod.stopped for e, mod in zip(empty, modules)]
         all_quiet = Signal()
         all_empty = Signal()
         m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),
                      all_empty.eq(empty[0] & empty[1] & empty[2])]
-        take = self._lowest(m, [mod.blocked for mod in modules],
+        take = self._lowest(m, [mod.stopped for mod in modules],
                             [mod.head.index for mod in modules], "blocked")
         lowest = Signal(INDEX_BITS)
         m.d.comb += lowest.eq((1 << INDEX_BITS) - 1)      # none blocked: all ones
@@ -270,7 +285,8 @@ class VTACore(wiring.Component):
         stuck = Signal()
         code = Signal(ERR_BITS)
         index = Signal(INDEX_BITS)
-        m.d.comb += stuck.eq(all_quiet & ~fetch.err)
+        # (``fetch.quiet`` excludes ``fetch.err``: nothing is dispatched and nothing fails)
+        m.d.comb += stuck.eq(all_quiet)
         with m.If(all_empty & fetch.all_dispatched):
             m.d.comb += [code.eq(ErrorCode.MISSING_FINISH), index.eq(self.insn_count - 1)]
         with m.Else():

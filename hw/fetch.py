@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -15,13 +15,25 @@ from isa.encoding import AluOp, MemType, Opcode
 from isa.errors import ErrorCode
 
 from .dma import FETCH_PREPARE_CYCLES, DmaReader
-from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
+from isa import layout as _layout
+
+from .fields import INDEX_BITS, INSN_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
 from .memport import MemPortSignature
 from .modcommon import ERR_BITS
 
 __all__ = ["FetchModule", "HeadFIFO", "QUEUE_NAMES"]
 
 # QUEUE_NAMES: the command queues in the order of the fetch module's outputs (the stages).
+
+
+# The decode of an instruction's low half (``FetchModule._decode_early``): the queue one-hot
+# unless a low-half check fails (``ok``), that failure (``bad``, ``code``), and what the high
+# half's checks need (an ALU; a STORE with legal token flags, its memory type OUT or not).
+_EARLY = data.StructLayout({"ok": 3, "bad": 1, "code": ERR_BITS, "alu": 1, "store_out": 1,
+                            "store_other": 1})
+# The fields ``_decode_early`` reads: all in the low half.
+_EARLY_FIELDS = ("opcode", "pop_prev", "pop_next", "push_prev", "push_next", "memory_type",
+                 "uop_bgn", "uop_end", "iter_out", "iter_in")
 
 
 def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
@@ -39,7 +51,8 @@ class HeadFIFO(wiring.Component):
     straight to the head when nothing waits there and the head is empty or leaves. The ring
     is written at its free slot in every writing cycle, whether or not the entry stays there
     (only its pointer's advance waits for the read), so the late ``r_en`` reaches registers
-    only, not the LUT-RAM's write enable."""
+    only, not the LUT-RAM's write enable. ``r_data`` is zero while ``r_rdy`` is low, so a
+    reader's test of a head field needs no ``r_rdy`` beside it (Fmax: fetch's dispatch)."""
 
     def __init__(self, width: int, depth: int):
         self._depth = depth
@@ -90,7 +103,8 @@ class HeadFIFO(wiring.Component):
             with m.If(some):
                 m.d.sync += [self.r_data.eq(rp.data), self.r_rdy.eq(1)]
             with m.Else():
-                m.d.sync += [self.r_data.eq(self.w_data), self.r_rdy.eq(do_write)]
+                m.d.sync += [self.r_data.eq(Mux(do_write, self.w_data, 0)),
+                             self.r_rdy.eq(do_write)]
         return m
 
 
@@ -167,7 +181,29 @@ class FetchModule(wiring.Component):
         m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
         # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
         # other bits is a combinational loop at signal level, which Verilator does not settle.)
-        to_w, illegal_w, code_w = self._decode(m, reader.out.payload)
+        # With a 64-bit bus an instruction's low half is the reader's first beat, held in its
+        # shift register while the second beat completes the element (``DmaReader``: the
+        # register loads every beat): its decode is made from that beat and held beside it,
+        # so only the high half's few checks lie between the second beat and the buffer
+        # (Fmax). The decode of every cycle's read data is registered without an enable
+        # (``early_any``; the beat's valid would join the decode's LUTs) and kept in
+        # ``early_held`` in the cycle after a beat: the first beat's decode is the former
+        # right after it, the latter after a gap. The high half's checks run on both, and
+        # ``fired`` picks one result (one LUT input, beside the buffer's own choice).
+        half = INSN_BITS // 2
+        if cfg.bus_width == half:
+            early_any, early_held = Signal(_EARLY), Signal(_EARLY)
+            fired = Signal()            # a beat came in the cycle before
+            m.d.sync += [early_any.eq(self._decode_early(m, self.port.rd.payload.data)),
+                         fired.eq(self.port.rd.valid & self.port.rd.ready)]
+            with m.If(fired):
+                m.d.sync += early_held.eq(early_any)
+            now = self._decode_late(m, early_any, reader.out.payload, "any")
+            kept = self._decode_late(m, early_held, reader.out.payload, "held")
+            to_w, illegal_w, code_w = (Mux(fired, a, b) for a, b in zip(now, kept))
+        else:
+            early = self._decode_early(m, reader.out.payload[:half])
+            to_w, illegal_w, code_w = self._decode_late(m, early, reader.out.payload, "late")
         m.d.comb += [w_entry.to.eq(to_w), w_entry.illegal.eq(illegal_w), w_entry.code.eq(code_w)]
         self._control(m, reader, buf, running, run_end, head_bad, at_last, index, r_entry)
         return m
@@ -179,129 +215,199 @@ class FetchModule(wiring.Component):
         register loaded with that condition on the next state, so it has the same value in
         every cycle as the condition on the present state (no cycle changes) but leaves a
         flip-flop: the arbiter's round robin and the memory port's handshake start from it
-        (docs/hardware.md §12, step 8). The present sum is compared with one constant per
-        possible step of level and inflight (−1, 0, +1 each); the late handshakes (``rcmd``
-        through the arbiter, the ``rd`` beats, dispatch) only select one of the nine."""
+        (docs/hardware.md §12, step 8). The condition is "no burst in flight and level ≤ P,
+        or one and the buffer empty"; it is formed for each possible step of level and
+        inflight (−1, 0, +1 each) from registers: the buffer level's compares with P − 1,
+        P, P + 1, 0 and 1 are flags loaded with their next values (each the present flag or
+        a neighbour's), so each of the nine is one LUT of flags and ``inflight``; the late
+        handshakes (``rcmd`` through the arbiter, the ``rd`` beats, dispatch) only select
+        one of the nine (Fmax)."""
         gate = Signal()
         m.d.comb += reader.issue_ok.eq(gate)
-        held = Signal(range(depth + (2 ** len(inflight) - 1) * per + 1))
-        m.d.comb += held.eq(buf.level + inflight * per)
+        level = buf.level
+        # le[k]: level ≤ P + k (k = −1, 0, 1); eq[k]: level == k (k = 0, 1); all true but
+        # eq[1] in the reset state (empty buffer). The comparisons one step beyond are read
+        # only as the flags' next values.
+        le = {k: Signal(name=f"gate_le_{k + 1}", init=1) for k in (-1, 0, 1)}
+        eq = {k: Signal(name=f"gate_eq_{k}", init=k == 0) for k in (0, 1)}
+        # (A write always finds room, ``w_en`` implies ``w_rdy``: every burst is requested
+        # with room for all it brings. So the write step is ``w_en``: no compare of the level
+        # on the late path.)
+        up, down = Signal(), Signal()       # the level's step
+        m.d.comb += [up.eq(buf.w_en & ~buf.r_en), down.eq(buf.r_en & ~buf.w_en)]
+
+        def le_now(k):
+            return le[k] if k in le else (level <= per + k if per + k >= 0 else 0)
+
+        def eq_now(k):
+            return eq[k] if k in eq else level == k
+
+        for k in le:
+            m.d.sync += le[k].eq(Mux(up, le_now(k - 1), Mux(down, le_now(k + 1), le[k])))
+        for k in eq:
+            m.d.sync += eq[k].eq(Mux(up, eq_now(k - 1) if k else 0,
+                                     Mux(down, eq_now(k + 1), eq[k])))
+
+        def count_is(v):
+            return inflight == v if 0 <= v < 2 ** len(inflight) else 0
+
         fits = {}
         for dl in (-1, 0, 1):
             for di in (-1, 0, 1):
-                bound = depth - per - dl - di * per
                 f = Signal(name=f"gate_fits_{dl + 1}{di + 1}")
-                m.d.comb += f.eq(held <= bound if bound >= 0 else 0)
+                empty_after = eq[-dl] if -dl in eq else 0      # level + dl == 0
+                m.d.comb += f.eq(count_is(-di) & le[-dl] | count_is(1 - di) & empty_after)
                 fits[dl, di] = f
-        # Dispatch (``buf.r_en``, the deepest of the steps: it follows the queues' ``w_rdy``)
-        # only selects between the two outcomes, each made from the other steps; ``running``
-        # stays after a dispatch unless it was the last one, and without one unless the head
-        # is illegal (``run_end``'s two cases).
-        step = Cat(buf.w_en & buf.w_rdy, rcmd_fire, rd_done)
-        fits_next = [Signal(name=f"gate_fits_r{r}") for r in (0, 1)]
-        with m.Switch(step):
-            for w, c, d in itertools.product((0, 1), repeat=3):
-                with m.Case(w | c << 1 | d << 2):
-                    m.d.comb += [fits_next[r].eq(fits[w - r, c - d]) for r in (0, 1)]
+        # The outcome for each value of the read command's handshake (``rcmd_fire``: the
+        # latest step, through the arbiter's grant) and of dispatch (``buf.r_en``: it follows
+        # the queues' ``w_rdy``), each made from the other steps; those two only select
+        # (Fmax). ``running`` stays after a dispatch unless it was the last one, and without
+        # one unless the head is illegal (``run_end``'s two cases).
+        w, d = buf.w_en, rd_done
         stays = Signal()
         m.d.comb += stays.eq(reader.start | running & ~head_bad)
-        m.d.sync += gate.eq(Mux(buf.r_en, ~at_last & fits_next[1], stays & fits_next[0]))
+        outcome = {}
+        for r, c in itertools.product((0, 1), repeat=2):
+            o = Signal(name=f"gate_next_r{r}c{c}")
+            fit = Mux(w, Mux(d, fits[1 - r, c - 1], fits[1 - r, c]),
+                      Mux(d, fits[-r, c - 1], fits[-r, c]))
+            m.d.comb += o.eq(fit & (~at_last if r else stays))
+            outcome[r, c] = o
+        m.d.sync += gate.eq(Mux(rcmd_fire, Mux(buf.r_en, outcome[1, 1], outcome[0, 1]),
+                                Mux(buf.r_en, outcome[1, 0], outcome[0, 0])))
 
-    def _decode(self, m, word):
-        """(queue one-hot, none for a field error; field error?; its code) of the instruction
-        ``word``, combinationally, the checks in the functional simulator's order."""
+    def _decode_early(self, m, lo):
+        """The decode's part that reads only the instruction's low half ``lo`` (bits
+        0–63: opcode, token flags, memory type, GEMM/ALU loop fields), as an ``_EARLY``
+        value: every check of a LOAD, GEMM or FINISH, STORE's token flags, the GEMM/ALU
+        empty loop; what is left needs the high half (STORE's ``x_size`` and pads, ALU's
+        opcode, ``_decode_late``). The failures exclude each other (one opcode, and a LOAD's
+        token flags are checked only for a legal memory type), so each output is a flat
+        AND-OR of the opcode's and memory type's decodes, with no priority chain; the zero
+        tests and ``uop_end ≤ uop_bgn`` are borrows (carry chains, no LUT trees): three LUT
+        levels at most (Fmax). Checks as in the functional simulator."""
         cfg = self._cfg
-        head = Signal(mem_insn())
-        hg = Signal(gemm_insn(cfg))
-        ha = Signal(alu_insn(cfg))
-        m.d.comb += [head.eq(word), hg.eq(word), ha.eq(word)]
-        to = Signal(3, name="decode_to")
-        illegal = Signal(name="decode_illegal")
-        illegal_code = Signal(ERR_BITS, name="decode_code")
-        pads = Signal()
-        m.d.comb += pads.eq((head.y_pad_0 != 0) | (head.y_pad_1 != 0) | (head.x_pad_0 != 0)
-                            | (head.x_pad_1 != 0))
-        empty = Signal()
-        m.d.comb += empty.eq((hg.iter_out == 0) | (hg.iter_in == 0) | (hg.uop_end <= hg.uop_bgn))
+        for layout in (_layout.mem_layout(), _layout.gemm_layout(cfg), _layout.alu_layout(cfg)):
+            for f in layout.fields:
+                assert f.name not in _EARLY_FIELDS or f.offset + f.width <= len(lo), f.name
+        word = Signal(INSN_BITS, name="early_word")
+        m.d.comb += word.eq(lo)
+        head, hg = Signal(mem_insn()), Signal(gemm_insn(cfg))
+        m.d.comb += [head.eq(word), hg.eq(word)]
+        op = {o: Signal(name=f"early_{o.name.lower()}") for o in Opcode}
+        m.d.comb += [op[o].eq(head.opcode == o) for o in Opcode]
+        mt = head.memory_type
+        load_iw, load_other, out = Signal(), Signal(), Signal()
+        m.d.comb += [load_iw.eq((mt == MemType.INP) | (mt == MemType.WGT)),
+                     load_other.eq((mt == MemType.UOP) | (mt == MemType.ACC)
+                                   | (mt == MemType.ACC_8BIT)),
+                     out.eq(mt == MemType.OUT)]
+        prev_flag, next_flag = head.pop_prev | head.push_prev, head.pop_next | head.push_next
+        empty = Signal(name="early_empty")
+        m.d.comb += empty.eq((hg.iter_out - 1)[-1] | (hg.iter_in - 1)[-1]
+                             | ~(hg.uop_bgn - hg.uop_end)[-1])
+        fails = {   # each failure's condition and code
+            ErrorCode.ILLEGAL_DEP_FLAG: op[Opcode.LOAD] & load_iw & prev_flag
+                                        | op[Opcode.STORE] & next_flag,
+            ErrorCode.ILLEGAL_MEMORY_TYPE: op[Opcode.LOAD] & ~load_iw & ~load_other,
+            ErrorCode.EMPTY_LOOP: (op[Opcode.GEMM] | op[Opcode.ALU]) & empty,
+            ErrorCode.ILLEGAL_OPCODE: ~Cat(*op.values()).any(),
+        }
+        e = Signal(_EARLY, name="early_decode")
+        store_ok = op[Opcode.STORE] & ~next_flag
+        m.d.comb += [
+            e.bad.eq(Cat(*fails.values()).any()),
+            e.ok.eq(Cat(op[Opcode.LOAD] & load_iw & ~prev_flag,
+                        op[Opcode.LOAD] & load_other | op[Opcode.FINISH]
+                        | (op[Opcode.GEMM] | op[Opcode.ALU]) & ~empty,
+                        store_ok)),
+            e.alu.eq(op[Opcode.ALU]),
+            e.store_out.eq(store_ok & out),
+            e.store_other.eq(store_ok & ~out),
+        ]
+        # the code: each bit the OR of the failures whose code has it (they exclude each other)
+        for bit in range(ERR_BITS):
+            m.d.comb += e.code[bit].eq(Cat(*[cond for code, cond in fails.items()
+                                             if code >> bit & 1]).any())
+        return e
 
-        def bad(code):
-            m.d.comb += [illegal.eq(1), illegal_code.eq(code), to.eq(0)]
-
-        # Routing and the static checks, in the order of the functional simulator's decoder.
-        m.d.comb += to.eq(1 << 1)
-        with m.Switch(head.opcode):
-            with m.Case(Opcode.STORE):
-                m.d.comb += to.eq(1 << 2)
-                with m.If(head.pop_next | head.push_next):
-                    bad(ErrorCode.ILLEGAL_DEP_FLAG)
-                with m.Elif(head.x_size == 0):
-                    pass
-                with m.Elif(head.memory_type != MemType.OUT):
-                    bad(ErrorCode.ILLEGAL_MEMORY_TYPE)
-                with m.Elif(pads):
-                    bad(ErrorCode.STORE_PADDING)
-            with m.Case(Opcode.LOAD):
-                with m.Switch(head.memory_type):
-                    with m.Case(MemType.INP, MemType.WGT):
-                        m.d.comb += to.eq(1 << 0)
-                        with m.If(head.pop_prev | head.push_prev):
-                            bad(ErrorCode.ILLEGAL_DEP_FLAG)
-                    with m.Case(MemType.UOP, MemType.ACC, MemType.ACC_8BIT):
-                        pass
-                    with m.Default():
-                        bad(ErrorCode.ILLEGAL_MEMORY_TYPE)
-            with m.Case(Opcode.GEMM):
-                with m.If(empty):
-                    bad(ErrorCode.EMPTY_LOOP)
-            with m.Case(Opcode.ALU):
-                with m.If(ha.alu_opcode > max(AluOp)):
-                    bad(ErrorCode.ILLEGAL_ALU_OPCODE)
-                with m.Elif(empty):
-                    bad(ErrorCode.EMPTY_LOOP)
-            with m.Case(Opcode.FINISH):
-                pass
-            with m.Default():
-                bad(ErrorCode.ILLEGAL_OPCODE)
-        return to, illegal, illegal_code
+    def _decode_late(self, m, e, word, name):
+        """(queue one-hot, none for a field error; field error?; its code) of the instruction
+        ``word`` from ``e``, the ``_decode_early`` of its low half, and the high half's
+        fields: one or two LUT levels after the borrows ``x_size ≠ 0`` and "a pad ≠ 0"."""
+        head = Signal(mem_insn(), name=f"{name}_word")
+        ha = Signal(alu_insn(self._cfg), name=f"{name}_alu")
+        m.d.comb += [head.eq(word), ha.eq(word)]
+        x_nz, pads_nz = Signal(name=f"{name}_x_nz"), Signal(name=f"{name}_pads_nz")
+        pads = Cat(head.y_pad_0, head.y_pad_1, head.x_pad_0, head.x_pad_1)
+        m.d.comb += [x_nz.eq(~(head.x_size - 1)[-1]), pads_nz.eq(~(pads - 1)[-1])]
+        alu_bad = Signal(name=f"{name}_alu_bad")
+        store_bad = Signal(name=f"{name}_store_bad")
+        m.d.comb += [alu_bad.eq(e.alu & (ha.alu_opcode > max(AluOp))),
+                     store_bad.eq(x_nz & (e.store_other | e.store_out & pads_nz))]
+        to, illegal, code = Signal(3, name=f"{name}_to"), Signal(name=f"{name}_illegal"), \
+            Signal(ERR_BITS, name=f"{name}_code")
+        m.d.comb += [
+            to.eq(Cat(e.ok[0], e.ok[1] & ~alu_bad, e.ok[2] & ~store_bad)),
+            illegal.eq(e.bad | alu_bad | store_bad),
+            code.eq(Mux(alu_bad, ErrorCode.ILLEGAL_ALU_OPCODE,
+                        Mux(e.store_other, ErrorCode.ILLEGAL_MEMORY_TYPE,
+                            Mux(e.store_out, ErrorCode.STORE_PADDING, e.code)))),
+        ]
+        return to, illegal, code
 
     def _control(self, m, reader, buf, running, run_end, head_bad, at_last, index, r_entry):
         """The fetch FSM: IDLE → RUN (dispatch one instruction per cycle) → END / STOPPED.
 
-        The launch's values (present from the cycle before ``start``) are checked and
-        ``insn_count − 2`` formed in reset-less registers loaded in every cycle, so no carry
-        chain lies on the start condition or on the last dispatch (Fmax). ``running`` is high
-        exactly in RUN: dispatch is decided from it (one flip-flop, not the state's decode),
-        the head's registers, ``halt`` and the queues' ``w_rdy`` (Fmax, §12)."""
+        The launch's values (present from the cycle before ``start``) are checked in
+        reset-less registers loaded in every cycle, and the countdown to the last dispatch is
+        loaded while not running, so no carry chain lies on the start condition or on the last
+        dispatch (Fmax). ``running`` is high exactly in RUN; dispatch is decided from the
+        head's registers (zero without a head), ``halt`` and the queues' ``w_rdy`` alone
+        (Fmax, §12)."""
         insn_end = Signal(40)
         empty = Signal(reset_less=True)
         beyond = Signal(reset_less=True)
-        last = Signal(32, reset_less=True)
         m.d.comb += insn_end.eq(self.insn_addr + (self.insn_count << 4))
-        # ``index == insn_count − 1`` as a register set with ``index`` (from ``insn_count``
-        # compared with 1 and 2 in every cycle): the last dispatch reads no 32-bit compare
+        # ``at_last`` (``index == insn_count − 1``) as a register set with ``index``, from a
+        # down-counter ``togo`` = insn_count − 3 − index: a dispatch of index *i* ≤ count − 2
+        # makes the next one the last exactly when togo < 0 (its borrow, a carry chain, no
+        # 32-bit equality). ``insn_count == 0`` and ``== 1`` likewise as borrows (Fmax, §12).
         one = Signal(reset_less=True)
-        m.d.sync += [empty.eq(self.insn_count == 0), beyond.eq(insn_end > self.dram_size),
-                     last.eq(self.insn_count - 2), one.eq(self.insn_count == 1)]
+        togo = Signal(signed(33), reset_less=True)
+        m.d.sync += [empty.eq((self.insn_count - 1)[-1]), beyond.eq(insn_end > self.dram_size),
+                     one.eq(~(self.insn_count - 1)[-1] & (self.insn_count - 2)[-1])]
+        with m.If(~running):
+            m.d.sync += togo.eq(self.insn_count - 3)
 
         # The dispatch point (RUN): the head leaves into its queue, or raises its field error,
         # or waits (quiet: only a queue's room can move it).
-        live = Signal()             # RUN, a head present and no halt
+        # (A head is present only in RUN, or in STOPPED as the illegal instruction that
+        # stopped fetch, which has no queue; and the head's fields are zero without a head
+        # (``HeadFIFO``): so neither ``running`` nor ``r_rdy`` joins the head's ``to`` and
+        # ``illegal`` in dispatch, the stall and the field error, two inputs fewer, Fmax.)
+        live = Signal()             # no halt: the head, if any, may move
         dispatch = Signal()
         m.d.comb += [
-            live.eq(running & buf.r_rdy & ~self.halt),
+            live.eq(~self.halt),
             head_bad.eq(live & r_entry.illegal),
             dispatch.eq(live & (r_entry.to & Cat(*self.q_rdy)).any()),
             buf.r_en.eq(dispatch),
             run_end.eq(head_bad | dispatch & at_last),
             self.busy.eq(running),
-            self.stall.eq(live & ~r_entry.illegal & ~dispatch),
+            # (``to`` is one-hot for a legal head, zero for an illegal one: the head waits
+            # exactly when its own queue has no room; no ``dispatch`` in the quiet test)
+            self.stall.eq(live & (r_entry.to & ~Cat(*self.q_rdy)).any()),
         ]
         m.d.comb += [self.q_en[i].eq(live & r_entry.to[i] & self.q_rdy[i]) for i in range(3)]
         with m.If(dispatch):
-            m.d.sync += [index.eq(index + 1), at_last.eq(index == last)]
+            m.d.sync += [index.eq(index + 1), togo.eq(togo - 1), at_last.eq(togo[-1])]
         with m.If(run_end):
             m.d.sync += running.eq(0)
 
+        # (``stall`` is low outside RUN — no head, or an illegal one —, so it is ``quiet`` in
+        # RUN without the state's decode)
+        m.d.comb += self.quiet.eq(self.stall)
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -317,7 +423,6 @@ class FetchModule(wiring.Component):
                         m.d.sync += running.eq(1)
                         m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.quiet.eq(self.stall)
                 with m.If(head_bad):
                     m.d.comb += [self.err.eq(1), self.err_code.eq(r_entry.code),
                                  self.err_index.eq(index)]

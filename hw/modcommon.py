@@ -26,6 +26,7 @@ def module_members(cfg) -> dict:
         "err": Out(1), "err_code": Out(ERR_BITS), "err_index": Out(INDEX_BITS),
         "idle": Out(1),      # in its IDLE state (between instructions)
         "blocked": Out(1),   # IDLE with a head instruction whose tokens are missing
+        "stopped": Out(1),   # ``blocked`` but for the halt: a register (the core's DEADLOCK test)
         "port": Out(MemPortSignature(cfg)),
     }
 
@@ -40,7 +41,8 @@ def start_decision(m: Module, comp, *, retire, needs) -> Signal:
     the head pops if its flag is set (``hw.queues.TokenQueues.avail_next``, exact here: a
     head valid next cycle was not popped now, so no token was). The head next cycle is the
     head of now whenever ``head_valid_next`` is set (``hw.queues.CommandQueue``). Drives
-    ``pop`` and ``blocked`` (IDLE with a head whose tokens are missing); returns ``go``
+    ``pop``, ``blocked`` (IDLE with a head whose tokens are missing) and ``stopped`` (the
+    same without the halt: its register); returns ``go``
     (= ``pop``), every start of the cycle is ``go`` and registered decodes of the head."""
     ready, stopped = Signal(name="ready"), Signal(name="stopped")
     tokens_next = Cat(*[~flag | avail for flag, avail in needs]).all()
@@ -49,7 +51,7 @@ def start_decision(m: Module, comp, *, retire, needs) -> Signal:
     m.d.sync += [ready.eq(soon & tokens_next), stopped.eq(soon & ~tokens_next)]
     go = Signal(name="go")
     m.d.comb += [go.eq(ready & ~comp.halt), comp.pop.eq(go),
-                 comp.blocked.eq(stopped & ~comp.halt)]
+                 comp.blocked.eq(stopped & ~comp.halt), comp.stopped.eq(stopped)]
     return go
 
 

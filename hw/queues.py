@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import HEAD_SETTLE
@@ -48,53 +48,81 @@ class CommandQueue(wiring.Component):
         })
 
     def elaborate(self, platform):
-        assert self._depth >= 2, "CommandQueue's registered w_rdy models SyncFIFOBuffered's depth >= 2"
+        assert self._depth >= 2, "CommandQueue keeps one entry in its output, the rest in memory"
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=len(self.w_data.as_value()),
-                                                    depth=self._depth)
-        m.d.comb += [
-            fifo.w_data.eq(self.w_data), fifo.w_en.eq(self.w_en),
-            self.w_rdy.eq(self._w_rdy(m, fifo)), fifo.r_en.eq(self.r_en),
-            self.level.eq(fifo.level),
-        ]
+        out_data, out_valid, level_one = self._fifo(m)
         # The FIFO's output holds while it is not read: ``settled`` shifts in "the same entry
         # as last cycle", and the head register copies it, so r_data equals it once settled.
         stay = Signal()
-        m.d.comb += stay.eq(fifo.r_rdy & ~self.r_en)
+        m.d.comb += stay.eq(out_valid & ~self.r_en)
         settled = Signal(HEAD_SETTLE)
         m.d.sync += settled.eq(Cat(stay, settled[:-1] & stay.replicate(HEAD_SETTLE - 1))
                                if HEAD_SETTLE > 1 else stay)
         head = Signal(queue_entry())
-        m.d.sync += head.eq(fifo.r_data)
-        # ``settled[-1]`` implies the FIFO's r_rdy (an entry not read stays), so r_rdy is the
-        # register itself (Fmax: the modules' start decision, docs/hardware.md §12 step 17).
+        m.d.sync += head.eq(out_data)
+        # ``settled[-1]`` implies the FIFO's output is valid (an entry not read stays), so
+        # r_rdy is the register itself (Fmax: the modules' start decision, §12 step 17).
         m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(settled[-1]),
                      self.r_rdy_next.eq(settled[-2] & ~self.r_en)]
         # ``level == 0`` as a register (the core's DEADLOCK test reads it: Fmax)
         empty = Signal(init=1)
-        wrote, read = fifo.w_en & fifo.w_rdy, self.r_en & fifo.r_rdy
+        wrote, read = self.w_en & self.w_rdy, self.r_en & out_valid
         with m.If(wrote ^ read):
-            m.d.sync += empty.eq(read & (fifo.level == 1))
+            m.d.sync += empty.eq(read & level_one)
         m.d.comb += self.empty.eq(empty)
         return m
 
-    def _w_rdy(self, m, fifo):
-        """The FIFO's ``w_rdy`` (its inner memory, ``depth − 1`` entries, not full) as a
-        register loaded with its next value, so fetch's dispatch starts from a flip-flop
-        (Fmax). Equal to the FIFO's own in every cycle (the inner level is the level less
-        the output register's entry; the FIFO refills that register whenever it is empty or
-        read)."""
+    def _fifo(self, m):
+        """The FIFO behind the head: Amaranth's ``SyncFIFOBuffered`` cycle for cycle (a
+        memory of ``depth − 1`` entries read synchronously into its output, which is valid
+        from the cycle after the read), made here so that its flags are registers: ``w_rdy``
+        (the memory not full) and "the memory not empty" are loaded with their next values
+        (the counts compared with constants, the late handshakes only choosing), so fetch's
+        dispatch and the memory's read enable start from flip-flops (Fmax). Its memory has
+        a power-of-two number of slots (the pointers wrap by themselves) and no read-write
+        collision logic (``no_rw_check``): the entry read is never the one written, as the
+        memory holds at most ``depth − 1`` entries and is read only when not empty. Its count is
+        the pointers' difference (no counter: its update would follow both handshakes).
+        Returns (output data, output valid, ``level == 1``)."""
         inner_depth = self._depth - 1
-        w_rdy = Signal(init=1)
-        inner = Signal(range(inner_depth + 1))
-        m.d.comb += inner.eq(fifo.level - fifo.r_rdy)
-        wrote = self.w_en & w_rdy
-        moved = (inner != 0) & (~fifo.r_rdy | self.r_en)
-        with m.If(wrote & ~moved):
-            m.d.sync += w_rdy.eq(inner != inner_depth - 1)
-        with m.Elif(moved & ~wrote):
-            m.d.sync += w_rdy.eq(1)
-        return w_rdy
+        slots = 1 << inner_depth.bit_length()     # more than inner_depth
+        m.submodules.storage = storage = Memory(shape=len(self.w_data.as_value()), depth=slots,
+                                                init=[], attrs={"no_rw_check": 1})
+        wp, rp = storage.write_port(), storage.read_port(domain="sync")
+        produce = Signal(range(slots))
+        consume = Signal(range(slots))
+        # the entries in the memory (at most inner_depth < slots: the difference is exact)
+        inner = Signal(range(slots))
+        m.d.comb += inner.eq(produce - consume)
+        inner_nz = Signal()                        # ``inner != 0``, set with the pointers
+        w_rdy = Signal(init=1)                     # ``inner != inner_depth``, likewise
+        out_valid = Signal()
+        do_write, do_read = Signal(), Signal()     # into the memory; out of it into the output
+        m.d.comb += [
+            self.w_rdy.eq(w_rdy),
+            do_write.eq(self.w_en & w_rdy),
+            do_read.eq(inner_nz & (~out_valid | self.r_en)),
+            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
+            rp.addr.eq(consume), rp.en.eq(do_read),
+            self.level.eq(inner + out_valid),
+        ]
+        with m.If(do_write):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(do_read):
+            m.d.sync += consume.eq(consume + 1)
+        # the flags' next values for each value of ``do_read`` (the latest: the module's
+        # start), made from ``do_write`` and the count; ``do_read`` only chooses (Fmax)
+        m.d.sync += [
+            inner_nz.eq(Mux(do_read, do_write | (inner != 1), inner_nz | do_write)),
+            w_rdy.eq(Mux(do_write, do_read | (inner != inner_depth - 1), w_rdy | do_read)),
+        ]
+        with m.If(do_read):
+            m.d.sync += out_valid.eq(1)
+        with m.Elif(self.r_en):
+            m.d.sync += out_valid.eq(0)
+        level_one = Signal()
+        m.d.comb += level_one.eq(Mux(out_valid, ~inner_nz, inner == 1))
+        return rp.data, out_valid, level_one
 
 
 class TokenQueues(wiring.Component):
