@@ -78,7 +78,7 @@ def stream_key(core, ld, wr: bool) -> tuple:
            core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
            core.finish_seen, len(reads), len(arb.tags), m.read_done, len(writes), m.write_done,
            len(m.acks), m.bursts, reads[0][0] if reads and ld is None else None,
-           writes[0][0] if writes and not wr else None, arb.ptr, arb.writes,
+           writes[0][0] if writes and not wr else None, arb.ptr, arb.gnt, arb.writes,
            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
