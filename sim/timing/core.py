@@ -319,7 +319,7 @@ def _snapshot(self) -> tuple:
     return (self.running, self.done, self.arb_halt, self.fetch_err, self.mod_err, self.core_err,
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
-            arb.skid, arb.skid_last,
+            arb.skid, arb.skid and arb.skid_last,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,

@@ -25,13 +25,14 @@ with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
 Elements at least a beat wide take ``k`` beats each (one per cycle; the arbiter's skid buffer
 stays empty); narrower ones one element per cycle, a beat with every ``per``-th: the memory's
 beat moves into the arbiter's skid buffer on lane 0 and leaves it to the loader on lane
-``per − 1`` (so the buffer is full exactly while the lane is not 0). In a store's drain (the writer has no command left)
-a write burst's end changes only the memory's queue, the writer's data cursor and burst count
-and the acks to come: the skip runs on through the bursts queued behind the head (elements at
-least a beat wide), up to the last one's last beat. Only ``mem_beat_interval`` 1 (the channels never wait
-for each other) and the load and compute loaders (not fetch: its data are instructions) are
-covered. The event counters advance as in :meth:`Core.skip`. Tests compare every skip with
-stepping (``verify``) and whole runs with the RTL.
+``per − 1`` (so the buffer is full exactly while the lane is not 0). In a store's drain (the
+writer has no command left) a write burst's end changes only the memory's queue, the writer's
+data cursor and burst count and the acks to come: the skip runs on through the bursts queued
+behind the head (elements at least a beat wide), up to the last one's last beat. Only
+``mem_beat_interval`` 1 (the channels never wait for each other) and the load and compute
+loaders (not fetch: its data are instructions) are covered. The event counters advance as in
+:meth:`Core.skip`. Tests compare every skip with stepping (``verify``) and whole runs with the
+RTL.
 """
 
 from __future__ import annotations
