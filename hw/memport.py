@@ -253,7 +253,12 @@ class MemArbiter(wiring.Component):
         ]
         wcmd_fire = Signal()
         m.d.comb += wcmd_fire.eq(self.mem.wcmd.valid & self.mem.wcmd.ready)
-        m.d.sync += writes.eq(writes + wcmd_fire - self.mem.wr_ack)
+        # The count's next value chosen by the late handshake between values made from
+        # registers (``wr_ack`` is one on a board), as ``reads``' (Fmax)
+        writes_ack, writes_fire = Signal.like(writes), Signal.like(writes)
+        m.d.comb += [writes_ack.eq(Mux(self.mem.wr_ack, writes - 1, writes)),
+                     writes_fire.eq(Mux(self.mem.wr_ack, writes, writes + 1))]
+        m.d.sync += writes.eq(Mux(wcmd_fire, writes_fire, writes_ack))
         return m
 
 

@@ -174,8 +174,9 @@ class BeatSkipper:
 
     def _read(self, ld, j: int):
         """(loader, cycles, elements, beats taken by the loader, memory beats) of at most ``j``
-        cycles of the read stream into the loader ``ld``, or None. Neither the loader nor the
-        memory moves the stream's last beat (:meth:`_read_beats`)."""
+        cycles of the read stream into the loader ``ld``, or None. The loader does not take the
+        stream's last beat (:meth:`_read_beats`); the memory may move it into the skid buffer
+        (which then stays full to the window's end: the memory's next burst waits)."""
         core = self.core
         r = ld.reader
         b = self._read_beats()
@@ -185,8 +186,9 @@ class BeatSkipper:
             per, lane = r.per, r.lane
             if skid != (lane != 0):
                 return None
-            # memory beats: the lane-0 cycles (at most b − 1); takes: the lane-(per − 1) ones
-            j = min(j, (b - 1 + skid) * per - lane, rows - 1)
+            # takes: the lane-(per − 1) cycles (at most b + skid − 1); memory beats: the
+            # lane-0 ones (then at most b)
+            j = min(j, (b + skid) * per - 1 - lane, rows - 1)
             if j <= 0:
                 return None
             return ld, j, j, (lane + j) // per, (lane + j + per - 1) // per - skid
@@ -223,8 +225,8 @@ class BeatSkipper:
 
     def _read_moves(self, takes: int, beats: int, skid: bool) -> None:
         """Move ``takes`` beats out of the arbiter (its skid buffer first) and ``beats`` out of
-        the memory, each popping the bursts it completes (never a stream's last: see
-        :meth:`_read`); ``skid``: the buffer holds a beat after them (the memory's last)."""
+        the memory, each popping the bursts it completes (the arbiter never the stream's last:
+        see :meth:`_read`); ``skid``: the buffer holds a beat after them (the memory's last)."""
         core = self.core
         m, arb = core.mem, core.arb
         reads, tags = m.reads, arb.tags
@@ -240,7 +242,7 @@ class BeatSkipper:
             i += 1
             tags.popleft()
         moved, ended = beats, False
-        while beats >= reads[0][0]:
+        while reads and beats >= reads[0][0]:
             beats -= reads.popleft()[0]
             m.read_done += 1
             ended = True
