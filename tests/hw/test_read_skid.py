@@ -11,9 +11,9 @@ from hw.memport import MemArbiter
 from isa.config import load_config
 from isa.conformance import random_program
 
-from tests.hw.test_blocks import run
-from tests.sim.test_cycle import _padded, check_exact, needs_rtl
-from tests.sim.test_cycle_periods import streaming_program
+from ..sim.test_cycle import _padded, check_exact, needs_rtl
+from ..sim.test_cycle_periods import streaming_program
+from .test_blocks import run
 
 
 def _burst_beats(addr, n):
