@@ -21,6 +21,11 @@ data is still to come, a new ``wcmd`` before earlier writes are acknowledged, an
 writes proceed independently. The core never has more than ``cfg.mem_outstanding`` read
 bursts (``rcmd`` handshake to last ``rd`` beat) nor more than that many write bursts (``wcmd``
 handshake to ``wr_ack``) in flight; a memory may accept fewer by holding ``ready`` low.
+
+The core's ``rd.ready`` is a register: it takes a read beat into a one-beat buffer whenever
+that is empty, possibly before the client the beat is for can take it, and then holds
+``rd.ready`` low until the client has taken it (the memory may see a beat accepted, and a burst
+end, earlier than the client does).
 """
 
 from __future__ import annotations
@@ -90,8 +95,13 @@ class MemArbiter(wiring.Component):
     queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
     popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
-    register, so ``rd.valid`` reaches the client through one gate; its next value is selected
-    by the handshakes from register values). Writes: the store's ``wcmd`` (while ``halt`` is
+    register, so ``rd.valid`` reaches the client through two gates; its next value is selected
+    by the handshakes from register values). The memory's ``rd`` passes a one-beat skid buffer
+    first: ``mem.rd.ready`` is high while it is empty (a register); a beat the client does not
+    take in its cycle is parked there and offered again from the next cycle, before the
+    memory's next beat. For the same beats from the memory the clients see the same beats in
+    the same cycles as without it; the memory sees a beat taken as soon as the buffer is
+    empty. Writes: the store's ``wcmd`` (while ``halt`` is
     low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
     or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
     """
@@ -153,8 +163,24 @@ class MemArbiter(wiring.Component):
         rd_done = Signal()
         # (``open_`` is made of registers on a board, the memory's ``ready`` a slice's: the
         # clients' late ``valid`` then passes ``waiting`` and one gate)
+        # Read data: a one-beat skid buffer between the memory and the clients, so that the
+        # memory's ``rd.ready`` is a register (``~skid_valid``) and no client's ``ready``
+        # reaches the memory (Fmax: the memory sits across the die, §12). The clients see the
+        # stream ``rd_valid``/``rd_data``/``rd_ready``: the parked beat first, else the
+        # memory's. The skid copies the memory's payload in every cycle it is empty (read only
+        # once ``skid_valid`` is set, in a cycle it copies): its enable is a register.
+        skid = Signal.like(self.mem.rd.payload)
+        skid_valid = Signal()
+        rd_valid, rd_ready = Signal(), Signal()
+        rd_data = Signal.like(self.mem.rd.payload)
+        m.d.comb += [self.mem.rd.ready.eq(~skid_valid),
+                     rd_valid.eq(skid_valid | self.mem.rd.valid),
+                     rd_data.eq(Mux(skid_valid, skid.as_value(), self.mem.rd.payload.as_value()))]
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.mem.rd.payload)
+        m.d.sync += skid_valid.eq(rd_valid & ~rd_ready)
         m.d.comb += [rcmd_fire.eq(open_ & waiting),
-                     rd_done.eq(self.mem.rd.valid & self.mem.rd.ready & self.mem.rd.payload.last)]
+                     rd_done.eq(rd_valid & rd_ready & rd_data.last)]
         # The next grant: held while its client waits, else the first requester from the
         # pointer after this cycle's handshake. Both picks (from ``ptr``, and from the winner's
         # successor, the pointer after a handshake) are made from the requests in parallel,
@@ -213,10 +239,9 @@ class MemArbiter(wiring.Component):
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
         for i in range(n):
-            m.d.comb += readers[i].rd.payload.eq(self.mem.rd.payload)
+            m.d.comb += readers[i].rd.payload.eq(rd_data)
             with m.If(owner[i]):
-                m.d.comb += [readers[i].rd.valid.eq(self.mem.rd.valid),
-                             self.mem.rd.ready.eq(readers[i].rd.ready)]
+                m.d.comb += [readers[i].rd.valid.eq(rd_valid), rd_ready.eq(readers[i].rd.ready)]
 
         # Writes: the store's channels straight through.
         m.d.comb += [
@@ -228,7 +253,12 @@ class MemArbiter(wiring.Component):
         ]
         wcmd_fire = Signal()
         m.d.comb += wcmd_fire.eq(self.mem.wcmd.valid & self.mem.wcmd.ready)
-        m.d.sync += writes.eq(writes + wcmd_fire - self.mem.wr_ack)
+        # The count's next value chosen by the late handshake between values made from
+        # registers (``wr_ack`` is one on a board), as ``reads``' (Fmax)
+        writes_ack, writes_fire = Signal.like(writes), Signal.like(writes)
+        m.d.comb += [writes_ack.eq(Mux(self.mem.wr_ack, writes - 1, writes)),
+                     writes_fire.eq(Mux(self.mem.wr_ack, writes, writes + 1))]
+        m.d.sync += writes.eq(Mux(wcmd_fire, writes_fire, writes_ack))
         return m
 
 

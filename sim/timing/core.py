@@ -160,9 +160,12 @@ class Core:
                 wcmd = store.cmd()
                 if wcmd is not None and len(writes) + len(acks) < mem.n:
                     wfire = True
-        if rd_mem and tags:
+        # Read data through the arbiter's skid buffer: its parked beat first, else the
+        # memory's (which moves whenever the buffer is empty).
+        skid = arb.skid
+        if (skid or rd_mem) and tags:
             rd_to = g = tags[0]
-            rd_last = reads[0][0] == 1
+            rd_last = arb.skid_last if skid else reads[0][0] == 1
             rd_fire = (fetch.rd_ready() if g == 0 else
                        load.rd_ready() if g == 1 else compute.rd_ready())
         wr_fire = wr_ready and store.wr_valid()
@@ -243,10 +246,14 @@ class Core:
         if wr_ack:
             mem.acked(t)
             arb.writes -= 1
-        if rd_fire:
+        if rd_mem and not skid:
             mem.read_beat(t)
-            if rd_last:
-                tags.popleft()
+            if not rd_fire:             # parked
+                arb.skid, arb.skid_last = True, rd_last
+        elif rd_fire:
+            arb.skid = False
+        if rd_fire and rd_last:
+            tags.popleft()
         if wr_fire:
             mem.write_beat(t)
         if fire >= 0:
@@ -312,6 +319,7 @@ def _snapshot(self) -> tuple:
     return (self.running, self.done, self.arb_halt, self.fetch_err, self.mod_err, self.core_err,
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
+            arb.skid, arb.skid and arb.skid_last,
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,

@@ -225,8 +225,10 @@ class MemArbiter:
     of this cycle from ``ptr`` on (``ptr``: after a command the client behind it). So a
     client that starts requesting waits a cycle more; one that keeps requesting is re-granted
     and its bursts go back to back. The granted client's number is queued and the ``rd``
-    beats go to the head of the queue. The store's writes pass straight through; ``writes``
-    counts them until their ``wr_ack``.
+    beats go to the head of the queue, through a one-beat skid buffer: the memory's beat moves
+    whenever the buffer is empty (``skid``: it holds a beat, ``skid_last``: its ``last``); a
+    beat the client does not take is parked there and offered first. The store's writes pass
+    straight through; ``writes`` counts them until their ``wr_ack``.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -234,6 +236,8 @@ class MemArbiter:
         self.ptr = 0
         self.gnt = None
         self.tags = deque()
+        self.skid = False
+        self.skid_last = False
         self.writes = 0
 
     @property

@@ -54,6 +54,12 @@ GRANT_BACKOFF_MAX = 1
 GRANT = 1
 
 
+def _parked_end(arb) -> bool:
+    """The arbiter's skid buffer holds a burst's last beat: its first tag is not the memory's
+    (whose bursts go with the tags behind it)."""
+    return arb.skid and arb.skid_last
+
+
 def _limit(v0: int, v1: int, d: int, cuts, m: int) -> int:
     """The most periods ``m`` after which the values from ``v0`` to ``v1 + m·d`` cross no cut
     (a cut *c*: some comparison differs between *c* − 1 and *c*)."""
@@ -102,7 +108,7 @@ class PeriodSkipper:
         mb = self.mb
         key = [core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
-               self._mem_state()[0], arb.ptr, arb.gnt,
+               self._mem_state()[0], arb.ptr, arb.gnt, arb.skid, arb.skid and arb.skid_last,
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
@@ -141,7 +147,10 @@ class PeriodSkipper:
         """``MemoryTiming.state`` of this cycle (computed once per look)."""
         core = self.core
         if self._ms is None or self._ms[0] != core.t:
-            self._ms = (core.t, core.mem.state(core.t, core.arb.tags))
+            tags = core.arb.tags
+            if _parked_end(core.arb):
+                tags = list(tags)[1:]
+            self._ms = (core.t, core.mem.state(core.t, tags))
         return self._ms[1]
 
     def _apply(self, vals, t: int) -> None:
@@ -164,7 +173,11 @@ class PeriodSkipper:
         c = core.counters
         for k in c:
             c[k] = next(it)
-        m.set_state(core.t, list(it), core.arb.tags)
+        tags = core.arb.tags
+        parked = tags.popleft() if _parked_end(core.arb) else None
+        m.set_state(core.t, list(it), tags)
+        if parked is not None:
+            tags.appendleft(parked)
         m.shift(t - core.t)
         core.t = t
 

@@ -22,14 +22,17 @@ with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
   ``arb.writes`` and the writer's ``pending`` down, which stay ≥ 1 (the streaming burst is
   unacknowledged): such acks are applied in closed form and do not end the window.
 
-Elements at least a beat wide take ``k`` beats each (one per cycle); narrower ones one element
-per cycle, a beat with every ``per``-th. In a store's drain (the writer has no command left)
-a write burst's end changes only the memory's queue, the writer's data cursor and burst count
-and the acks to come: the skip runs on through the bursts queued behind the head (elements at
-least a beat wide), up to the last one's last beat. Only ``mem_beat_interval`` 1 (the channels never wait
-for each other) and the load and compute loaders (not fetch: its data are instructions) are
-covered. The event counters advance as in :meth:`Core.skip`. Tests compare every skip with
-stepping (``verify``) and whole runs with the RTL.
+Elements at least a beat wide take ``k`` beats each (one per cycle; the arbiter's skid buffer
+stays empty); narrower ones one element per cycle, a beat with every ``per``-th: the memory's
+beat moves into the arbiter's skid buffer on lane 0 and leaves it to the loader on lane
+``per − 1`` (so the buffer is full exactly while the lane is not 0). In a store's drain (the
+writer has no command left) a write burst's end changes only the memory's queue, the writer's
+data cursor and burst count and the acks to come: the skip runs on through the bursts queued
+behind the head (elements at least a beat wide), up to the last one's last beat. Only
+``mem_beat_interval`` 1 (the channels never wait for each other) and the load and compute
+loaders (not fetch: its data are instructions) are covered. The event counters advance as in
+:meth:`Core.skip`. Tests compare every skip with stepping (``verify``) and whole runs with the
+RTL.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ T_DATA = 4      # sim.timing.dma.T_DATA
 
 def streams(core) -> tuple:
     """(read loader or None, write stream?) moving in cycle ``core.t`` by the registers: the
-    head read burst has arrived and goes to a load or compute loader in DATA; the head write
-    burst has arrived and the store's writer has an element for it."""
+    memory's head read burst has arrived and the beats go to a load or compute loader in DATA;
+    the head write burst has arrived and the store's writer has an element for it."""
     t = core.t
     m = core.mem
     if m.slot > t:
@@ -61,19 +64,22 @@ def streams(core) -> tuple:
 
 def stream_key(core, ld, wr: bool) -> tuple:
     """:meth:`Core.snapshot` without the counters that the streams ``ld`` (the loader a read
-    burst streams into, or None) and ``wr`` (a write burst streams) move; see the module."""
+    burst streams into, or None) and ``wr`` (a write burst streams) move; see the module (a
+    narrow loader's lane also sets the skid buffer: :meth:`BeatSkipper._read` checks it)."""
     f, la, ca, st = core.fetch, core.load.active, core.compute.active, core.store
     fr, w = f.reader, st.writer
     lq, cq, sq = core.queues
     m, arb = core.mem, core.arb
     reads, writes = m.reads, m.writes
-    # Between two cycles the memory's queues (and the arbiter's tags) change only by a
-    # command (``bursts``), a head's beat and a burst's end (``read_done``, ``write_done``).
-    key = [id(ld), wr, core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err,
-           core.core_err,
-           core.finish_seen, len(reads), m.read_done, len(writes), m.write_done, len(m.acks),
-           m.bursts, reads[0][0] if reads and ld is None else None,
-           writes[0][0] if writes and not wr else None, arb.ptr, arb.writes,
+    # Between two cycles the memory's queues change only by a command (``bursts``), a head's
+    # beat and a burst's end (``read_done``, ``write_done``); the arbiter's tags also by the
+    # end of a burst whose last beat the skid buffer held.
+    narrow = ld is not None and ld.reader.per
+    key = [id(ld), wr, None if narrow else (arb.skid, arb.skid and arb.skid_last),
+           core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
+           core.finish_seen, len(reads), len(arb.tags), m.read_done, len(writes), m.write_done,
+           len(m.acks), m.bursts, reads[0][0] if reads and ld is None else None,
+           writes[0][0] if writes and not wr else None, arb.ptr, arb.gnt, arb.writes,
            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
@@ -90,10 +96,11 @@ def stream_key(core, ld, wr: bool) -> tuple:
     return tuple(key)
 
 
-def _last_beat(t: int, j: int, lane: int, per: int) -> int:
+def _last_beat(t: int, j: int, lane: int, per: int, on: int = -1) -> int:
     """The last of cycles ``t`` … ``t + j − 1`` in which a narrow engine at ``lane`` (one
-    element per cycle) completes a beat (the element on lane ``per − 1``)."""
-    return t + j - 1 - (lane + j - per) % per
+    element per cycle) is on lane ``on`` (mod ``per``; −1: the last lane, which completes a
+    beat; 0: the first, where a read beat enters the skid buffer)."""
+    return t + j - 1 - (lane + j - 1 - on) % per
 
 
 class BeatSkipper:
@@ -166,38 +173,85 @@ class BeatSkipper:
         return wr_on and self.core.store.writer.iw.left == 0
 
     def _read(self, ld, j: int):
-        """(loader, cycles, elements, beats) of at most ``j`` cycles of the head read burst
-        streaming into the loader ``ld``, or None."""
+        """(loader, cycles, elements, beats taken by the loader, memory beats) of at most ``j``
+        cycles of the read stream into the loader ``ld``, or None. The loader does not take the
+        stream's last beat (:meth:`_read_beats`); the memory may move it into the skid buffer
+        (which then stays full to the window's end: the memory's next burst waits)."""
         core = self.core
-        m = core.mem
         r = ld.reader
         b = self._read_beats()
         rows = min(r.left, ld.n)       # takes must leave both ≥ 1 (no row end)
-        if r.per:                       # one element per cycle, a beat on lane per − 1
-            j = min(j, b * r.per - 1 - r.lane, rows - 1)
-            return (ld, j, j, (r.lane + j) // r.per) if j > 0 else None
+        skid = core.arb.skid
+        if r.per:           # one element per cycle; a memory beat on lane 0, a take on per − 1
+            per, lane = r.per, r.lane
+            if skid != (lane != 0):
+                return None
+            # takes: the lane-(per − 1) cycles (at most b + skid − 1); memory beats: the
+            # lane-0 ones (then at most b)
+            j = min(j, (b + skid) * per - 1 - lane, rows - 1)
+            if j <= 0:
+                return None
+            return ld, j, j, (lane + j) // per, (lane + j + per - 1) // per - skid
+        if skid:
+            return None
         k = r.k
         j = min(j, b - 1, rows * k - 1 - r.cnt if k > 1 else rows - 1)
         if j <= 0:
             return None
-        return ld, j, (r.cnt + j) // k if k > 1 else j, j
+        return ld, j, (r.cnt + j) // k if k > 1 else j, j, j
 
     def _read_beats(self) -> int:
-        """Beats that can stream without a pause: the head burst's, and while no read client
-        has a command to issue (a burst's end then changes nothing but the queues) those of the
-        bursts behind it that have arrived and go to the same client."""
+        """Memory beats that can stream without a pause: the head burst's, and while no read
+        client has a command to issue (a burst's end then changes nothing but the queues) those
+        of the bursts behind it that have arrived and go to the same client; 0 if the memory's
+        head burst is not the stream's (the skid buffer holds another's last beat)."""
         core = self.core
-        m = core.mem
-        reads, tags = m.reads, core.arb.tags
+        m, arb = core.mem, core.arb
+        reads, tags = m.reads, arb.tags
+        quiet = m.log is None and core.fetch.cmd() is None and core.load.cmd() is None and \
+            core.compute.cmd() is None
+        off = 1 if arb.skid and arb.skid_last else 0     # tags[off] is the memory's head's
+        tag = tags[0]
+        if off and not quiet or len(tags) <= off or tags[off] != tag:
+            return 0
         b = reads[0][0]
-        if m.log is None and core.fetch.cmd() is None and core.load.cmd() is None and \
-                core.compute.cmd() is None:
-            t, tag = core.t, tags[0]
+        if quiet:
+            t = core.t
             for i in range(1, len(reads)):
-                if tags[i] != tag or reads[i][1] > t:
+                if tags[i + off] != tag or reads[i][1] > t:
                     break
                 b += reads[i][0]
         return b
+
+    def _read_moves(self, takes: int, beats: int, skid: bool) -> None:
+        """Move ``takes`` beats out of the arbiter (its skid buffer first) and ``beats`` out of
+        the memory, each popping the bursts it completes (the arbiter never the stream's last:
+        see :meth:`_read`); ``skid``: the buffer holds a beat after them (the memory's last)."""
+        core = self.core
+        m, arb = core.mem, core.arb
+        reads, tags = m.reads, arb.tags
+        left = [q[0] for q in reads]        # beats each tag's burst has left at the arbiter
+        if arb.skid:
+            if arb.skid_last:
+                left.insert(0, 1)
+            else:
+                left[0] += 1
+        i = 0
+        while takes >= left[i]:
+            takes -= left[i]
+            i += 1
+            tags.popleft()
+        moved, ended = beats, False
+        while reads and beats >= reads[0][0]:
+            beats -= reads.popleft()[0]
+            m.read_done += 1
+            ended = True
+        if beats:
+            reads[0][0] -= beats
+            ended = False
+        if skid and moved:              # the buffer holds the memory's last beat
+            arb.skid_last = ended
+        arb.skid = skid
 
     def _write(self, j: int):
         """(cycles, elements, beats) of at most ``j`` cycles of the head write burst, or
@@ -269,10 +323,10 @@ class BeatSkipper:
         m = core.mem
         last_r = last_w = None
         if rd is not None:
-            ld, j, e, beats = rd
+            ld, j, e, takes, beats = rd
             r = ld.reader
             if r.per:
-                last = _last_beat(t, j, r.lane, r.per) if beats else None
+                last = _last_beat(t, j, r.lane, r.per, 0) if beats else None
                 r.lane = (r.lane + j) % r.per
             else:
                 last = t + j - 1
@@ -282,13 +336,8 @@ class BeatSkipper:
             ld.n -= e
             ld.writes += e
             m.read_beats += beats
-            last_r = last if beats else None
-            reads = m.reads
-            while beats >= reads[0][0]:      # whole bursts (never the last: see _read_beats)
-                beats -= reads.popleft()[0]
-                core.arb.tags.popleft()
-                m.read_done += 1
-            reads[0][0] -= beats
+            last_r = last
+            self._read_moves(takes, beats, r.per and r.lane != 0)
         if wr is not None:
             j, e, beats = wr
             st = core.store
