@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,8 +28,10 @@ class StoreModule(wiring.Component):
     the OUT-buffer reader for the ``y_size · x_size`` dense elements from ``sram_base``. WAIT
     from *s* + 1 until the writer's ``busy`` is low (its last ``wr_ack`` seen), then one RETIRE
     cycle pushes s2g (``push_prev``). ``x_size == 0`` or ``y_size == 0``: START, RETIRE. The
-    OUT-buffer reader keeps a registered element in front of the writer (read-enable stall):
-    the first element is there in *s* + 2, the next in the cycle after each one is taken.
+    OUT-buffer reader is two stages in front of the writer, both held while the writer is not
+    ready: the block RAM's read latch runs one element ahead of a register the writer reads
+    (the first read at the start edge *s*), so the first element is there in *s* + 2, the
+    next in the cycle after each one is taken.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -56,10 +58,16 @@ class StoreModule(wiring.Component):
         left = Signal(32)
         valid = Signal()
         advance = Signal()
+        # The element the writer reads is a register loaded from the block RAM's read latch
+        # (Fmax: a DP16KD without its output register takes 5.8 ns from clock to data, and the
+        # writer's lane select and the board's write-data register were behind it); the latch
+        # reads one element ahead, both move together on ``advance``.
+        s2_data = Signal(cfg.out_elem_bits)
         m.d.comb += [
             advance.eq(~valid | writer.inp.ready),
-            self.out_ren.eq(advance), self.out_raddr.eq(raddr),
-            writer.inp.valid.eq(valid), writer.inp.payload.eq(self.out_rdata),
+            # (idle: the head's first element, read at the start edge whatever came before)
+            self.out_ren.eq(advance), self.out_raddr.eq(Mux(self.idle, head.sram_base, raddr)),
+            writer.inp.valid.eq(valid), writer.inp.payload.eq(s2_data),
             writer.addr.eq(head.dram_base << _log2(eb)), writer.count.eq(head.x_size),
             writer.rows.eq(head.y_size), writer.stride.eq(head.x_stride << _log2(eb)),
         ]
@@ -81,7 +89,7 @@ class StoreModule(wiring.Component):
         with m.If(self.idle):
             m.d.sync += [left.eq(area), more.eq(row_start), valid.eq(0)]
         with m.Elif(advance):
-            m.d.sync += valid.eq(more)
+            m.d.sync += [valid.eq(more), s2_data.eq(self.out_rdata)]
             with m.If(more):
                 # (``left ≥ 1`` with ``more``: ``left != 1`` is ``left ≥ 2``, a borrow, a carry
                 # chain and no LUT tree)
@@ -94,8 +102,12 @@ class StoreModule(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
                 # taken in every idle cycle (used once the instruction runs; the OUT reader
-                # is idle): off the start condition's path (Fmax)
-                m.d.sync += [insn.eq(head), index.eq(self.head.index), raddr.eq(head.sram_base)]
+                # is idle): off the start condition's path (Fmax). The block RAM reads the
+                # head's ``sram_base`` at the start edge (the compute module's OUT writes
+                # this STORE waits for lie before the token it pops), so ``raddr`` starts at
+                # the element after it.
+                m.d.sync += [insn.eq(head), index.eq(self.head.index),
+                             raddr.eq(head.sram_base + 1)]
                 with m.If(go):
                     m.d.comb += self.pop_g2s.eq(head.pop_prev)
                     with start_outcome(m, self, noop=noop, sram_bad=sram_bad,
