@@ -87,13 +87,14 @@ def mux_ports(m: Module, port, children):
     transfer starts (e.g. set in IDLE from the head's memory type, as hw.load's ``sel_inp``
     and ``sel_wgt``): ``port``'s signals are the AND-OR of the children's (each select a
     LUT input beside the child's signal, no chain of priority multiplexers) and each child's
-    ``wr_ack`` and ``ready`` one AND. Only the selected child drives ``rcmd``/``wcmd``/``wr``
-    and sees ``wr_ack``; the read data channel is not selected: every child sees the ``rd``
-    payload and ``rd.valid``, and ``rd.ready`` is the OR of the children's (Fmax: the memory's
-    read handshake crosses no selection), so a child not selected must hold its ``rd.ready``
-    low (an idle engine does: a :class:`~hw.dma.TensorLoader`'s reader is ready only in its
-    DATA state). The selection may change only while no burst of the selected child is in
-    flight (between instructions).
+    ``wr_ack`` and ``ready`` one AND. Only the selected child drives ``rcmd``'s payload,
+    ``wcmd`` and ``wr`` and sees the ``ready``s and ``wr_ack``; ``rcmd.valid`` and the read
+    data channel are not selected: every child sees the ``rd`` payload and ``rd.valid``, and
+    ``rcmd.valid`` and ``rd.ready`` are the ORs of the children's (Fmax: the arbiter's grant
+    and the memory's read handshake cross no selection), so a child not selected must hold
+    them low (an idle engine does: a DMA reader's ``rcmd.valid`` is its walker's ``nz``, a
+    :class:`~hw.dma.TensorLoader`'s reader is ready only in its DATA state). The selection
+    may change only while no burst of the selected child is in flight (between instructions).
     """
     def either(get):
         return [(sel, Value.cast(get(child))) for sel, child in children]
@@ -102,10 +103,13 @@ def mux_ports(m: Module, port, children):
         target = Value.cast(get(port))
         m.d.comb += target.eq(one_hot(len(target), either(get)))
 
-    for getter in (lambda p: p.rcmd.valid, lambda p: p.rcmd.payload,
-                   lambda p: p.wcmd.valid, lambda p: p.wcmd.payload,
+    for getter in (lambda p: p.rcmd.payload, lambda p: p.wcmd.valid, lambda p: p.wcmd.payload,
                    lambda p: p.wr.valid, lambda p: p.wr.payload):
         drive(getter)
+    # ``rcmd.valid`` the OR of the children's, ungated (a child not selected is idle: a DMA
+    # reader's ``valid`` is its walker's ``nz``, low while idle): the arbiter's grant reads
+    # one LUT of flip-flops per client, not the selection (Fmax)
+    m.d.comb += port.rcmd.valid.eq(Cat(*[child.rcmd.valid for _, child in children]).any())
     # ``rd.ready`` the OR of the children's, ungated as ``rd.valid`` (a child not selected
     # holds it low): the read handshake crosses one LUT of the children's readies, not the
     # selection (Fmax: the memory's read data → the arbiter's read bookkeeping)
