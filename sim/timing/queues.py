@@ -13,12 +13,12 @@ __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
 
 class CommandQueue:
-    """``hw.queues.CommandQueue`` (Amaranth's ``SyncFIFOBuffered``): capacity
-    ``cmd_queue_depth``; an entry written in *t* into an empty queue is at the head from
-    *t* + 2; a read in *t* brings the next entry there in *t* + 1; the module sees it
-    (:attr:`ready`) after ``HEAD_SETTLE`` cycles at the head (head register and range-check
-    stages); ``level`` counts every entry written and not yet read. Internally: a FIFO of
-    depth − 1 and an output register.
+    """``hw.queues.CommandQueue`` (its own FIFO, cycle for cycle Amaranth's
+    ``SyncFIFOBuffered``): capacity ``cmd_queue_depth``; an entry written in *t* into an empty
+    queue is at the head from *t* + 2; a read in *t* brings the next entry there in *t* + 1;
+    the module sees it (:attr:`ready`) after ``HEAD_SETTLE`` cycles at the head (head register
+    and range-check stages); ``level`` counts every entry written and not yet read.
+    Internally: a FIFO of depth − 1 and an output register.
     """
 
     __slots__ = ("inner_depth", "inner", "head", "head_valid", "age")
