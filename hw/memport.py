@@ -95,15 +95,15 @@ class MemArbiter(wiring.Component):
     queued (a FIFO of
     ``mem_outstanding`` entries) and the ``rd`` beats go to the client at the head, which is
     popped with the ``last`` beat's handshake (the client at the head is kept one-hot in a
-    register, so ``rd.valid`` reaches the client through two gates; its next value is selected
+    register, so ``rd.valid`` reaches the client through one LUT; its next value is selected
     by the handshakes from register values). The memory's ``rd`` passes a one-beat skid buffer
     first: ``mem.rd.ready`` is high while it is empty (a register); a beat the client does not
     take in its cycle is parked there and offered again from the next cycle, before the
     memory's next beat. For the same beats from the memory the clients see the same beats in
     the same cycles as without it; the memory sees a beat taken as soon as the buffer is
-    empty. Writes: the store's ``wcmd`` (while ``halt`` is
-    low), ``wr`` and ``wr_ack`` are connected straight through. ``idle`` is high when no read
-    or write burst is in flight (the ``mem_busy`` counter counts the other cycles).
+    empty. Writes: the store's ``wcmd`` (while ``halt`` is low), ``wr`` and ``wr_ack`` are
+    connected straight through. ``idle`` is high when no read or write burst is in flight (the
+    ``mem_busy`` counter counts the other cycles).
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -161,8 +161,6 @@ class MemArbiter(wiring.Component):
             m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
         rcmd_fire = Signal()
         rd_done = Signal()
-        # (``open_`` is made of registers on a board, the memory's ``ready`` a slice's: the
-        # clients' late ``valid`` then passes ``waiting`` and one gate)
         # Read data: a one-beat skid buffer between the memory and the clients, so that the
         # memory's ``rd.ready`` is a register (``~skid_valid``) and no client's ``ready``
         # reaches the memory (Fmax: the memory sits across the die, §12). The clients see the
@@ -179,6 +177,8 @@ class MemArbiter(wiring.Component):
         with m.If(~skid_valid):
             m.d.sync += skid.eq(self.mem.rd.payload)
         m.d.sync += skid_valid.eq(rd_valid & ~rd_ready)
+        # (``open_`` is made of registers on a board, the memory's ``ready`` a slice's: the
+        # clients' late ``valid`` then passes ``waiting`` and one gate)
         m.d.comb += [rcmd_fire.eq(open_ & waiting),
                      rd_done.eq(rd_valid & rd_ready & rd_data.last)]
         # The next grant: held while its client waits, else the first requester from the

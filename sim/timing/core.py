@@ -252,8 +252,10 @@ class Core:
                 arb.skid, arb.skid_last = True, rd_last
         elif rd_fire:
             arb.skid = False
-        if rd_fire and rd_last:
-            tags.popleft()
+        if rd_fire:
+            arb.takes += 1
+            if rd_last:
+                tags.popleft()
         if wr_fire:
             mem.write_beat(t)
         if fire >= 0:
@@ -446,7 +448,8 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
         beats = None
     self.periods, self.beats = periods, beats
     bursts = mem.bursts
-    rbeats = wbeats = 0
+    rbeats = wbeats = takes = 0
+    arb = self.arb
     while not self.done:
         if self.t >= max_cycles:
             raise TimeoutError(f"the core did not finish within {max_cycles} cycles")
@@ -458,7 +461,9 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
             if mem.bursts != bursts:
                 kind = GRANT                # a command handed to the memory
             else:
-                if rmoved and mem.reads:
+                # (a read beat reaching its client: a beat parked in the arbiter's skid
+                # buffer is looked at when the client takes it, as before the buffer)
+                if arb.takes != takes and mem.reads:
                     kind = _look(mem.reads[0])              # 0 or 4
                 if kind is None and wmoved and mem.writes:
                     kind = _look(mem.writes[0])
@@ -474,16 +479,16 @@ def _run(self, max_cycles: int, fast: bool = True) -> None:
                 bursts = mem.bursts
                 if jumped:
                     prev = None
-                    rbeats, wbeats = mem.read_beats, mem.write_beats
+                    rbeats, wbeats, takes = mem.read_beats, mem.write_beats, arb.takes
                     if beats is not None:
                         beats.forget()
                     continue
             if beats is not None and (moved or beats.pending()) \
                     and beats.observe(max_cycles):
                 prev = None
-                rbeats, wbeats = mem.read_beats, mem.write_beats
+                rbeats, wbeats, takes = mem.read_beats, mem.write_beats, arb.takes
                 continue
-        rbeats, wbeats = mem.read_beats, mem.write_beats
+        rbeats, wbeats, takes = mem.read_beats, mem.write_beats, arb.takes
         if fast:
             if moved:
                 prev = None         # a beat moved: not a frozen cycle

@@ -238,6 +238,7 @@ class MemArbiter:
         self.tags = deque()
         self.skid = False
         self.skid_last = False
+        self.takes = 0              # beats the clients took (when the period skipper looks)
         self.writes = 0
 
     @property

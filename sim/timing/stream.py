@@ -230,6 +230,7 @@ class BeatSkipper:
         core = self.core
         m, arb = core.mem, core.arb
         reads, tags = m.reads, arb.tags
+        arb.takes += takes
         left = [q[0] for q in reads]        # beats each tag's burst has left at the arbiter
         if arb.skid:
             if arb.skid_last:
