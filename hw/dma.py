@@ -282,7 +282,7 @@ class _Walker:
         with m.Else():
             # inside a row the burst ran to an M-beat boundary: the next one starts on it;
             # it left beats exactly when it did not end the row (else it took them all)
-            # (the next burst's length, row end and ``one`` are the ``*_after`` registers)
+            # (the next burst's ``one`` is ``one_after``, registered)
             left = (self.left - self.burst)[:len(self.left)]
             self._set(m, self.cur + self.burst, left,
                       (self.burst_after, self.fits_after, self.one_after),
