@@ -77,16 +77,12 @@ class _Walker:
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
         self.one = Signal(name=f"{name}_one")      # ``burst == 1``, set with it
-        # The next burst's ``burst``, ``row_end`` and ``one`` prepared in registers, so
-        # ``advance`` chooses between flip-flops (Fmax: no carry chain between the handshake
-        # and the walker's registers): where this burst does not end the row, the one after
-        # it from the ``M``-beat boundary (``left − burst`` beats, set with them); and the
-        # first one of the row at ``next_row`` (set with ``next_row``).
-        self.burst_after = Signal.like(self.burst, name=f"{name}_burst_after")
-        self.fits_after = Signal(name=f"{name}_fits_after")
+        # where the burst does not end the row: the next one (from the ``M``-beat boundary)
+        # is one beat, ``left − burst == 1``, set with them (Fmax: ``advance``'s ``one``
+        # inside a row is this flip-flop, not two carry chains in series)
         self.one_after = Signal(name=f"{name}_one_after")
-        self._row_burst = Signal.like(self.burst, name=f"{name}_row_burst")
-        self._row_fits = Signal(name=f"{name}_row_fits")
+        # the first burst of the row at ``next_row`` is one beat, set with ``next_row``: the
+        # next burst's ``one`` is a choice of two flip-flops (Fmax: ``beat_last``)
         self._row_one = Signal(name=f"{name}_row_one")
         # ``left ≠ 0`` and ``rows_left ≠ 0`` as registers set with them: the command's
         # ``valid`` and the walker's own enables read no wide OR (Fmax)
@@ -112,18 +108,11 @@ class _Walker:
         (for the tests: each flag equals its definition in every cycle of ``when``);
         ``walking``: while the walk runs (default ``nz``)."""
         on = self.nz if walking is None else walking
-        row = self._first_burst(self.next_row, self._whole, self._whole1, self._tail)
         return [("one", self.one, self.burst == 1, on),
                 ("one_after", self.one_after,
                  (self.left - self.burst == 1) | (self.mb == 1), on & ~self.row_end),
-                ("burst_after", self.burst_after,
-                 Mux(self.left - self.burst <= self.mb, self.left - self.burst, self.mb),
-                 on & ~self.row_end),
-                ("fits_after", self.fits_after, self.left - self.burst <= self.mb,
-                 on & ~self.row_end),
-                ("row_burst", self._row_burst, row[0], on & self.more),
-                ("row_fits", self._row_fits, row[1], on & self.more),
-                ("row_one", self._row_one, row[0] == 1, on & self.more),
+                ("row_one", self._row_one, self._first_burst(
+                    self.next_row, self._whole, self._whole1, self._tail) == 1, on & self.more),
                 ("row_end", self.row_end, self.left == self.burst, on),
                 ("nz", self.nz, self.left != 0, on),
                 ("more", self.more, self.rows_left != 0, on),
@@ -138,27 +127,24 @@ class _Walker:
         return addr >> self.lb, Mux(over, whole1, whole), over
 
     def _first_burst(self, addr, whole, whole1, tail):
-        """(length, ends the row) of the first burst of a row at byte address ``addr`` (for
-        the tests)."""
+        """The length of the first burst of a row at byte address ``addr`` (for the tests)."""
         first, beats, _ = self._span(addr, whole, whole1, tail)
-        return self._fit(beats, first, beats == 1)[:2]
+        return self._fit(beats, first, beats == 1)[0]
 
-    def _first(self, addr, p):
-        """(burst, row end, burst is 1) of the first burst of a row at byte address ``addr``
-        (``p``: the span terms, the walker's or ``prepare``'s P1 registers). Only ``addr``'s
-        low bits count."""
+    def _first_one(self, addr, p):
+        """The first burst of a row at byte address ``addr`` is one beat (``p``: the span
+        terms, the walker's or ``prepare``'s P1 registers). Only ``addr``'s low bits count."""
         first, beats, over = self._span(addr, p["_whole"], p["_whole1"], p["_tail"])
         return self._fit(beats, first,
-                         self._span_one(over, p["_whole_one"], p["_whole1_one"]))[:3]
+                         self._span_one(over, p["_whole_one"], p["_whole1_one"]))[2]
 
     def _span_one(self, over, whole_one, whole1_one):
         """``beats == 1`` of the span :meth:`_span` chose with ``over``."""
         return Mux(over, whole1_one, whole_one) if self.lb else whole_one
 
     def _fit(self, beats, first, beats_one):
-        """(burst, row end, burst is 1, :meth:`_after`'s triple) of a row's remaining
-        ``beats`` from beat ``first``: the burst stops at the row's end or at the next
-        ``M``-beat boundary. ``beats_one``:
+        """(burst, row end, burst is 1) of a row's remaining ``beats`` from beat ``first``:
+        the burst stops at the row's end or at the next ``M``-beat boundary. ``beats_one``:
         ``beats == 1`` (the callers have it from a register, or as a borrow). Expressions,
         not signals: they are used under the callers' conditions, which must not gate them."""
         w = self.lm + 1
@@ -168,26 +154,19 @@ class _Walker:
         fits = ~(room - beats)[-1]
         # ``burst == 1`` from the two candidates' tests, beside the choice (not after it)
         one = Mux(fits, beats_one, room == 1)
-        return Mux(fits, beats[:w], room), fits, one, self._after(beats, room)
+        # not fitting, the burst is ``room`` and leaves ``beats − room`` (≥ 1): one beat
+        # after it is ``beats < room + 2``, a borrow (every burst is one beat if M = 1)
+        one_after = Const(1) if self.mb == 1 else (beats - (room + 2))[-1]
+        return Mux(fits, beats[:w], room), fits, one, one_after
 
-    def _after(self, beats, room):
-        """(burst, row end, burst is 1) of the burst after one of ``room`` beats that does
-        not end a row of ``beats`` (it starts on an ``M``-beat boundary: ``room`` is
-        ``M`` there). One beat after it is ``beats < room + 2``, a borrow (every burst is one
-        beat if M = 1)."""
-        w = self.lm + 1
-        rest = (beats - room)[:len(beats)]
-        fits = ~(self.mb - rest)[-1]
-        one = Const(1) if self.mb == 1 else (beats - (room + 2))[-1]
-        return Mux(fits, rest[:w], self.mb), fits, one
-
-    def _set(self, m, cur, left, now, after):
-        """Set the walker to a burst: ``now`` its (burst, row end, burst is 1), ``after``
-        the same of the one after it in the row (:meth:`_after`)."""
-        m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(now[0]),
-                     self.row_end.eq(now[1]), self.one.eq(now[2]),
-                     self.burst_after.eq(after[0]), self.fits_after.eq(after[1]),
-                     self.one_after.eq(after[2])]
+    def _set(self, m, cur, left, fit_beats, first, beats_one, one=None):
+        """Set the walker to the rest of a row (``one``: ``burst == 1`` if the caller has
+        it); returns ``one``."""
+        burst, fits, fit_one, one_after = self._fit(fit_beats, first, beats_one)
+        one = fit_one if one is None else one
+        m.d.sync += [self.cur.eq(cur), self.left.eq(left), self.burst.eq(burst),
+                     self.row_end.eq(fits), self.one.eq(one), self.one_after.eq(one_after)]
+        return one
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
         """The walker's state at the start of a transfer from the engine's inputs, in two
@@ -232,19 +211,17 @@ class _Walker:
                     # for the engines' data sides, loaded in their idle cycles
                     "count_one": _equals(count, 1)}, "p1", registered=cycles == 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
-        burst, fits, one, after = self._fit(
+        burst, fits, one, one_after = self._fit(
             beats, first, self._span_one(over, p1["_whole_one"], p1["_whole1_one"]))
-        row = self._first(p1["next_row"], p1)
         # P2: the first burst (whole1 ≥ 1, and whole ≠ 0 exactly when count ≠ 0)
         # ``go``: the transfer has data (rows and count ≠ 0), the engine's ``active`` at start
         p2 = stage({"cur": first, "left": Mux(p1["rows_nz"], beats, 0), "burst": burst,
-                    "row_end": fits, "one": one, "burst_after": after[0],
-                    "fits_after": after[1], "one_after": after[2],
+                    "row_end": fits, "one": one, "one_after": one_after,
                     "nz": p1["rows_nz"] & (over | p1["_count_nz"]),
                     "go": p1["rows_nz"] & p1["_count_nz"],
                     "_over": self._span(p1["next_row"], p1["_whole"], p1["_whole1"],
                                         p1["_tail"])[2],
-                    "_row_burst": row[0], "_row_fits": row[1], "_row_one": row[2]},
+                    "_row_one": self._first_one(p1["next_row"], p1)},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
                                              "_whole1", "_tail", "_count_nz", "_whole_one",
@@ -264,18 +241,15 @@ class _Walker:
         """Move past the burst (in the caller's condition); returns ``one``'s next value (a
         multiplexer of flip-flops)."""
         with m.If(self.row_end & self.more):
-            self._set(m, self._first_n, self._beats_n,
-                      (self._row_burst, self._row_fits, self._row_one),
-                      self._fit(self._beats_n, self._first_n, Const(0))[3])
+            self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
+                      Const(0), one=self._row_one)
             after = self.next_row + self._stride
             here = {k: getattr(self, k) for k in ("_whole", "_whole1", "_tail", "_whole_one",
                                                   "_whole1_one")}
-            row = self._first(after, here)
             # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
             m.d.sync += [self.next_row.eq(after), self._over.eq(self._span(
                              after, self._whole, self._whole1, self._tail)[2]),
-                         self._row_burst.eq(row[0]), self._row_fits.eq(row[1]),
-                         self._row_one.eq(row[2]),
+                         self._row_one.eq(self._first_one(after, here)),
                          self.rows_left.eq(self.rows_left - 1),
                          self.more.eq(~(self.rows_left - 2)[-1]),
                          self.nz.eq(self._over_n | self._count_nz)]
@@ -284,9 +258,8 @@ class _Walker:
             # it left beats exactly when it did not end the row (else it took them all)
             # (the next burst's ``one`` is ``one_after``, registered)
             left = (self.left - self.burst)[:len(self.left)]
-            self._set(m, self.cur + self.burst, left,
-                      (self.burst_after, self.fits_after, self.one_after),
-                      self._after(left, Const(self.mb, self.lm + 1)))
+            self._set(m, self.cur + self.burst, left, left, Const(0, max(self.lm, 1)),
+                      Const(0), one=self.one_after)
             m.d.sync += self.nz.eq(~self.row_end)
         return Mux(self.row_end & self.more, self._row_one, self.one_after)
 

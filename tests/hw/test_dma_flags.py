@@ -73,9 +73,8 @@ def test_reader_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
     _run(dut, bench)
     assert {"one", "row_end", "last", "final_row"} <= seen
     # rows longer than a burst have bursts that do not end them
-    after, row = {"one_after", "burst_after", "fits_after"}, {"row_one", "row_burst", "row_fits"}
-    assert after <= seen or count * eb <= cfg.max_burst_beats * cfg.bus_bytes
-    assert row <= seen or rows == 1
+    assert "one_after" in seen or count * eb <= cfg.max_burst_beats * cfg.bus_bytes
+    assert "row_one" in seen or rows == 1
     assert "closing" in seen or eb <= cfg.bus_bytes
 
 
@@ -105,10 +104,9 @@ def test_writer_flags_follow_their_definitions(eb, addr, count, rows, stride, ba
         assert i == n and model.idle
     _run(dut, bench)
     assert {"one", "row_end", "data_one", "data_row_end", "beat_last"} <= seen
-    after, row = {"one_after", "burst_after", "fits_after"}, {"row_one", "row_burst", "row_fits"}
-    assert (after | {f"data_{k}" for k in after} <= seen
+    assert ({"one_after", "data_one_after"} <= seen
             or count * eb <= cfg.max_burst_beats * cfg.bus_bytes)
-    assert row | {f"data_{k}" for k in row} <= seen or rows == 1
+    assert {"row_one", "data_row_one"} <= seen or rows == 1
     assert "closes_last" in seen or eb >= cfg.bus_bytes
 
 
