@@ -28,7 +28,7 @@ def offset_widths(cfg: VTAConfig, log_depths: dict) -> dict:
 class UopLoop(wiring.Component):
     """Walks ``for i_out: for i_in: for u in [uop_bgn, uop_end)`` one step per cycle.
 
-    ``start`` in cycle *c* (fields valid in *c*; loops non-empty) → steps in cycles
+    ``start`` in cycle *c* (fields valid in *c* − 1 and *c*; loops non-empty) → steps in cycles
     *c* + 1 … *c* + N, N = iter_out · iter_in · (uop_end − uop_bgn); each step presents ``valid``,
     the micro-op index ``uop_idx`` (``uop_next`` is the next cycle's, ``uop_bgn`` while idle:
     the micro-op buffer is read a cycle ahead, so its data arrive with the step) and, for dst,
@@ -38,7 +38,10 @@ class UopLoop(wiring.Component):
     error) ends the walk at once; ``hold`` (the tensor ALU's stall) keeps the step for one more
     cycle (and re-reads its micro-op). Throughput one step per cycle when never held. The
     loop-end tests are registers computed a step ahead, so no compare sits before the updates'
-    selects.
+    selects. The fields are read through this loop's own copies (``p1_*``, loaded in every
+    idle cycle), a cycle late: the instruction comes from a queue head across the die, whose
+    wire then ends in a flip-flop instead of feeding the bound arithmetic (Fmax, §12); the
+    head sits there ``HEAD_SETTLE`` ≥ 2 cycles before a start, so the copy equals the field.
     """
 
     def __init__(self, cfg: VTAConfig, widths: dict):
@@ -69,25 +72,34 @@ class UopLoop(wiring.Component):
         u_last, in_last, out_last, one_u, one_in = (
             Signal(name=n) for n in ("u_last", "in_last", "out_last", "one_u", "one_in"))
         m.d.comb += [self.valid.eq(active), self.uop_idx.eq(u),
-                     self.uop_next.eq(Mux(active, Mux(self.hold, u, Mux(u_last, bgn, u + 1)),
-                                          self.uop_bgn)),
                      self.last.eq(active & u_last & in_last & out_last)]
-        offsets = [self._offset(m, n) for n in NAMES]
+        # the fields' copies, enabled by this loop's ``~active``: not identical to another
+        # loop's copies of the same head bits, so synthesis keeps one per loop (near it)
+        p1 = {}
+        for name in ("uop_bgn", "uop_end", "iter_out", "iter_in",
+                     *(f"{n}_factor_{k}" for n in NAMES for k in ("out", "in"))):
+            field = getattr(self, name)
+            p1[name] = Signal(len(field), name=f"p1_{name}")
+            with m.If(~active):
+                m.d.sync += p1[name].eq(field)
+        m.d.comb += self.uop_next.eq(Mux(active, Mux(self.hold, u, Mux(u_last, bgn, u + 1)),
+                                         p1["uop_bgn"]))
+        offsets = [self._offset(m, n, p1) for n in NAMES]
 
         with m.If(~active):
             # taken in every idle cycle, not only with ``start``: the start condition then
             # drives ``active`` alone, not these registers' enables (Fmax)
             # one subtraction; its compare with 1 (no second carry chain before it)
             span = Signal(ub)
-            m.d.comb += span.eq(self.uop_end - self.uop_bgn)
+            m.d.comb += span.eq(p1["uop_end"] - p1["uop_bgn"])
             single_u = span == 1
-            m.d.sync += [active.eq(self.start), bgn.eq(self.uop_bgn), u.eq(self.uop_bgn),
+            m.d.sync += [active.eq(self.start), bgn.eq(p1["uop_bgn"]), u.eq(p1["uop_bgn"]),
                          u_left.eq(span - 1), u_span1.eq(span - 1),
-                         n_in1.eq(self.iter_in - 1), in_left.eq(self.iter_in - 1),
-                         out_left.eq(self.iter_out - 1),
+                         n_in1.eq(p1["iter_in"] - 1), in_left.eq(p1["iter_in"] - 1),
+                         out_left.eq(p1["iter_out"] - 1),
                          u_last.eq(single_u), one_u.eq(single_u),
-                         in_last.eq(self.iter_in == 1), one_in.eq(self.iter_in == 1),
-                         out_last.eq(self.iter_out == 1)]
+                         in_last.eq(p1["iter_in"] == 1), one_in.eq(p1["iter_in"] == 1),
+                         out_last.eq(p1["iter_out"] == 1)]
             for start, _, _ in offsets:
                 m.d.sync += start
         with m.Else():
@@ -112,7 +124,7 @@ class UopLoop(wiring.Component):
                         m.d.sync += step_out
         return m
 
-    def _offset(self, m, n):
+    def _offset(self, m, n, p1):
         """The registers of one offset: ``base`` = i_out·f_out and ``cur`` = base + i_in·f_in,
         each as its low w bits and a sticky flag "≥ 2^w" (the offsets only grow); returns the
         statements of a start, an i_in step and an i_out step."""
@@ -131,7 +143,7 @@ class UopLoop(wiring.Component):
         def high(v):
             return v[w:].any() if w < FACTOR_BITS else 0
 
-        fo, fi = getattr(self, f"{n}_factor_out"), getattr(self, f"{n}_factor_in")
+        fo, fi = p1[f"{n}_factor_out"], p1[f"{n}_factor_in"]
         start = [f_out.eq(fo), f_in.eq(fi), big_out.eq(high(fo)), big_in.eq(high(fi)),
                  base.eq(0), cur.eq(0), base_over.eq(0), cur_over.eq(0)]
         step_in = [cur.eq(sum_in), cur_over.eq(over_in)]

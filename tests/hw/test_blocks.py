@@ -209,6 +209,7 @@ def test_uop_loop_walks_both_loops_one_step_per_cycle(shape, width):
     async def bench(ctx):
         for k, v in dict(uop_bgn=bgn, uop_end=end, iter_out=n_out, iter_in=n_in, **fac).items():
             ctx.set(getattr(dut, k), v)
+        await ctx.tick()                           # the fields sit there a cycle before start
         ctx.set(dut.start, 1)
         assert ctx.get(dut.uop_next) == bgn        # idle: the first step's, read a cycle ahead
         await ctx.tick()
