@@ -166,13 +166,16 @@ class VTACore(wiring.Component):
         m.d.comb += [
             failed.eq(fetch_err | core_err_latched | (mod_err & fetch.quiet)),
             self.running.eq(running & ~done), self.done.eq(done),
-            self.error_code.eq(Mux(fetch_err, fetch_code,
-                                   Mux(core_err_latched, core_code_held,
-                                       Mux(mod_err, mod_code_now, 0)))),
-            self.error_index.eq(Mux(fetch_err, fetch_index,
-                                    Mux(core_err_latched, core_index_held,
-                                        Mux(mod_err, mod_index_now, 0)))),
         ]
+        # the reported error: the first of the three flags that holds one chooses its pair
+        # (they exclude each other), none gives 0
+        for out, values in ((self.error_code, (fetch_code, core_code_held, mod_code_now)),
+                            (self.error_index, (fetch_index, core_index_held, mod_index_now))):
+            chosen = 0
+            for flag, value in reversed(list(zip((fetch_err, core_err_latched, mod_err),
+                                                 values))):
+                chosen = Mux(flag, value, chosen)
+            m.d.comb += out.eq(chosen)
         for unit in modules:
             m.d.comb += [unit.halt.eq(halt_modules), unit.dram_size.eq(self.dram_size)]
         fetch_halt = Signal()       # fetch_err | core_err_latched | done, a register (below)
