@@ -11,9 +11,10 @@ from isa.config import VTAConfig
 from isa.encoding import AluOp
 
 from .fields import alu_insn, uop
+from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
+__all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
            "mul_join", "lane_result", "op_flags", "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
@@ -54,6 +55,16 @@ def op_flags(op):
     with the instruction, so no opcode compare sits in a lane's paths)."""
     return Cat(op == AluOp.ADD, op == AluOp.SHR, op == AluOp.MUL,
                (op == AluOp.MIN) | (op == AluOp.MAX), op == AluOp.MAX)
+
+
+def mul_operands(a, b, width: int) -> dict:
+    """MUL's three partial products, by name: (x, y, bits) for ``p_lo`` = a_lo · b_lo (2h
+    bits), ``p_hl`` = a_hi · b_lo and ``p_lh`` = a_lo · b_hi (their low width − h bits), with
+    halves of h = width // 2 bits of the operands as unsigned values."""
+    h = width // 2
+    ua, ub = a.as_unsigned(), b.as_unsigned()
+    return {"p_lo": (ua[:h], ub[:h], 2 * h), "p_hl": (ua[h:], ub[:h], width - h),
+            "p_lh": (ua[:h], ub[h:], width - h)}
 
 
 def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int):
@@ -97,13 +108,10 @@ class AluLane(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         w = self._w
-        h = w // 2
         a, b = self.a, self.b
         f = dict(zip(OP_FLAGS, self.ops))
-        ua, ub = a.as_unsigned(), b.as_unsigned()
-        m.d.comb += [self.p_lo.eq(ua[:h] * ub[:h]),
-                     self.p_hl.eq((ua[h:] * ub[:h])[:w - h]),
-                     self.p_lh.eq((ua[:h] * ub[h:])[:w - h])]
+        for name, (x, y, bits) in mul_operands(a, b, w).items():
+            m.d.comb += getattr(self, name).eq((x * y)[:bits])
         lw = (w - 1).bit_length()
         near, fill, near_shift = self._shift_decode(a, b, w, lw)
         m.d.comb += [self.total.eq(a + b), self.shifted.eq(near_shift)]
@@ -138,7 +146,7 @@ class TensorAlu(wiring.Component):
     """Pipelined tensor ALU: one micro-op per cycle, with an immediate and in vector mode, but
     a micro-op waits ``ALU_STALL`` (1) cycle when it reads what the one just ahead writes.
 
-    ``start`` in cycle *c* → micro-op *j* issued in *c* + 1 + *j* + *s*(*j*), writes ACC[dst]
+    ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*) → micro-op *j* issued in *c* + 1 + *j* + *s*(*j*), writes ACC[dst]
     in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (7), where *s*(*j*) counts the micro-ops
     1 … *j* whose dst, or in vector mode src, equals the dst of the micro-op before them
     (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
@@ -318,7 +326,6 @@ class TensorAlu(wiring.Component):
         and every op takes both. ``ops`` (:func:`op_flags`) is constant through an
         instruction."""
         aw = self._cfg.acc_width
-        h = aw // 2
         r6 = Signal(len(a5))
         a6, b6 = Signal(len(a5)), Signal(len(a5))
         m.d.sync += [a6.eq(a5), b6.eq(b5)]
@@ -330,12 +337,16 @@ class TensorAlu(wiring.Component):
             m.d.comb += [lane.ops.eq(ops), lane.a.eq(a5[sl]), lane.b.eq(b5[sl])]
             sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
             pick6 = Signal(len(PICKS), name=f"pick6_{i}")
-            p_lo = Signal(2 * h, name=f"p_lo{i}")
-            p_hl, p_lh = Signal(aw - h, name=f"p_hl{i}"), Signal(aw - h, name=f"p_lh{i}")
-            m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick),
-                         p_lo.eq(lane.p_lo),
-                         p_hl.eq(lane.p_hl), p_lh.eq(lane.p_lh)]
+            m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick)]
+            # MUL's partial products registered by their multipliers (hw.dsp: on an ECP5 the
+            # MULT18X18D's own output register), from the same operands as the lane's
+            prods = {}
+            for name, (x, y, bits) in mul_operands(a5[sl], b5[sl], aw).items():
+                mul = RegisteredProduct(len(x), len(y), bits, is_signed=False)
+                m.submodules[f"{name}{i}"] = mul
+                prods[name] = Signal(bits, name=f"{name}{i}")
+                m.d.comb += [mul.a.eq(x), mul.b.eq(y), prods[name].eq(mul.p)]
             parts.append(lane_result(ops[OP_FLAGS.index("mul")], a6[sl], b6[sl], sum6, sh6,
-                                     pick6, p_lo, p_hl, p_lh, aw))
+                                     pick6, prods["p_lo"], prods["p_hl"], prods["p_lh"], aw))
         m.d.comb += r6.eq(Cat(*parts))
         return r6

@@ -11,6 +11,7 @@ from isa.config import VTAConfig
 
 from .alu import one_hot
 from .fields import gemm_insn, uop
+from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["GemmCore", "GEMM_LATENCY"]
@@ -19,13 +20,14 @@ __all__ = ["GemmCore", "GEMM_LATENCY"]
 class GemmCore(wiring.Component):
     """Pipelined GEMM: one micro-op per cycle sustained, sequential semantics.
 
-    ``start`` in cycle *c* (instruction on ``insn``, loops non-empty, ``uop_end ≤ uop depth``)
+    ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*, loops non-empty,
+    ``uop_end ≤ uop depth``)
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
     for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
     and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
-    registered, ACC read; S4 products registered, ACC data registered (straight from the
+    registered, ACC read; S4 products registered (by the multipliers: ``hw.dsp``), ACC data registered (straight from the
     block RAM); S5 adder trees registered, ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
     write. Every block-RAM output goes straight into a register, and no multiplier shares a
     cycle with the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
@@ -142,8 +144,11 @@ class GemmCore(wiring.Component):
                 for k in range(bi):
                     x = x4[(b * bi + k) * iw:(b * bi + k + 1) * iw].as_signed()
                     w = w4[(o * bi + k) * ww:(o * bi + k + 1) * ww].as_signed()
+                    # the product register is the multiplier's own on an ECP5 (hw.dsp)
+                    mul = RegisteredProduct(iw, ww, iw + ww, is_signed=True)
+                    m.submodules[f"mul_{b}_{o}_{k}"] = mul
                     p = Signal(signed(iw + ww), name=f"p_{b}_{o}_{k}")
-                    m.d.sync += p.eq(x * w)
+                    m.d.comb += [mul.a.eq(x), mul.b.eq(w), p.eq(mul.p)]
                     prods[b, o, k] = p
         sums = []
         for b in range(nb):

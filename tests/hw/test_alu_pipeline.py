@@ -97,12 +97,13 @@ def _run(acc, uops, op, use_imm, imm, it, scramble=None):
                          dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
                          src_factor_in=sfi, alu_opcode=op, use_imm=use_imm, imm=imm).items():
             ctx.set(getattr(alu.insn, f), v)
+        await ctx.tick()        # the instruction is there a cycle before its start (UopLoop)
         ctx.set(alu.start, 1)
         await ctx.tick()
         ctx.set(alu.start, 0)
         writes, busy = [], 0
         for t in range(1, 2 * n + ALU_LATENCY + 4):
-            if scramble is not None:      # the instruction is held only in the start cycle
+            if scramble is not None:      # the instruction is held only until its start
                 ctx.set(Value.cast(alu.insn), int(scramble.integers(0, 1 << 62)))
             assert not ctx.get(alu.err)
             busy += ctx.get(alu.busy)
@@ -223,6 +224,7 @@ def test_error_after_stalls_matches_the_cycle_model(last):
         for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=2, iter_in=1,
                          dst_factor_out=125, alu_opcode=AluOp.ADD, use_imm=0).items():
             ctx.set(getattr(alu.insn, f), v)
+        await ctx.tick()        # the instruction is there a cycle before its start (UopLoop)
         ctx.set(alu.start, 1)
         await ctx.tick()
         ctx.set(alu.start, 0)

@@ -26,6 +26,7 @@ async def _start(ctx, g, n_uops, iters, factors, reset):
                      dst_factor_out=dfo, dst_factor_in=dfi, src_factor_out=sfo,
                      src_factor_in=sfi, wgt_factor_out=wfo, wgt_factor_in=wfi).items():
         ctx.set(getattr(g.insn, f), v)
+    await ctx.tick()        # the instruction is there a cycle before its start (UopLoop)
     ctx.set(g.start, 1)
     await ctx.tick()
     ctx.set(g.start, 0)
@@ -102,7 +103,7 @@ def _run(acc, inp, wgt, uops, reset, it, scramble=None):
         await _start(ctx, g, len(uops), (io, ii), (dfo, dfi, sfo, sfi, wfo, wfi), reset)
         writes, busy, done = [], 0, 0
         for t in range(1, n + GEMM_LATENCY + 4):
-            if scramble is not None:      # the instruction is held only in the start cycle
+            if scramble is not None:      # the instruction is held only until its start
                 ctx.set(Value.cast(g.insn), int(scramble.integers(0, 1 << 62)))
             assert not ctx.get(g.err)
             busy += ctx.get(g.busy)
