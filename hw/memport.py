@@ -238,10 +238,18 @@ class MemArbiter(wiring.Component):
                                   Mux(rd_done, reads_down, reads))),
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
+        # Each client sees the stream through its own copy of ``skid_valid`` (the same value:
+        # the same recurrence from the same reset; a copy's next value reads the copy itself,
+        # so Yosys keeps one per client): its valid gate and payload multiplexer can be placed
+        # by the client, and no single flip-flop selects them across the die (Fmax, §12).
         for i in range(n):
-            m.d.comb += readers[i].rd.payload.eq(rd_data)
+            seen = Signal(name=f"skid_valid_{i}", attrs={"keep": 1})
+            m.d.sync += seen.eq((seen | self.mem.rd.valid) & ~rd_ready)
+            m.d.comb += readers[i].rd.payload.eq(
+                Mux(seen, skid.as_value(), self.mem.rd.payload.as_value()))
             with m.If(owner[i]):
-                m.d.comb += [readers[i].rd.valid.eq(rd_valid), rd_ready.eq(readers[i].rd.ready)]
+                m.d.comb += [readers[i].rd.valid.eq(seen | self.mem.rd.valid),
+                             rd_ready.eq(readers[i].rd.ready)]
 
         # Writes: the store's channels straight through.
         m.d.comb += [
