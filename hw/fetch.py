@@ -85,8 +85,21 @@ class HeadFIFO(wiring.Component):
         ]
         # The ring's bookkeeping for each value of ``r_en`` (the latest input: fetch's dispatch
         # follows the queues' ``w_rdy``), made from the registers and ``do_write``; ``r_en``
-        # only picks one (Fmax, §12).
+        # only picks one (Fmax, §12). The counts' ±1 are made from the registers alone and
+        # ``do_write`` (the reader's beat, late: the arbiter's read owner, §12 step 30) only
+        # chooses among them, so no carry chain follows it.
         regs = (produce, consume, waiting, some, self.level)
+        steps = {}
+        for name, v in (("waiting", waiting), ("level", self.level)):
+            up, down = Signal.like(v, name=f"{name}_up"), Signal.like(v, name=f"{name}_down")
+            m.d.comb += [up.eq(v + 1), down.eq(v - 1)]
+            steps[name] = (v, up, down)
+
+        def step(name, inc_, dec):
+            """The count ``name`` + inc_ − dec, ``inc_`` chosen last."""
+            v, up, down = steps[name]
+            return Mux(inc_, Mux(dec, v, up), Mux(dec, down, v))
+
         nexts = []
         for r in (0, 1):
             refill_r = ~self.r_rdy | r
@@ -94,9 +107,9 @@ class HeadFIFO(wiring.Component):
             nexts.append((
                 Mux(to_r, inc(produce), produce),
                 Mux(from_r, inc(consume), consume),
-                waiting + to_r - from_r,
+                step("waiting", to_r, from_r),
                 Mux(to_r & ~from_r, 1, Mux(from_r & ~to_r, waiting != 1, some)),
-                self.level + do_write - (r & self.r_rdy),
+                step("level", do_write, r & self.r_rdy),
             ))
         m.d.sync += [reg.eq(Mux(self.r_en, n1, n0)) for reg, n0, n1 in zip(regs, *nexts)]
         with m.If(refill):

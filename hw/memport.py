@@ -238,18 +238,22 @@ class MemArbiter(wiring.Component):
                                   Mux(rd_done, reads_down, reads))),
                      owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
                                   Mux(rd_done, after, owner)))]
-        # Each client sees the stream through its own copy of ``skid_valid`` (the same value:
-        # the same recurrence from the same reset; a copy's next value reads the copy itself,
-        # so Yosys keeps one per client): its valid gate and payload multiplexer can be placed
-        # by the client, and no single flip-flop selects them across the die (Fmax, §12).
+        # Each client sees the stream through its own copies of ``skid_valid`` and of its
+        # ``owner`` bit (the same values: the same recurrences from the same reset; a copy's
+        # next value reads the copy itself, so Yosys keeps one per client): its valid gate and
+        # payload multiplexer can be placed by the client, and no single flip-flop selects
+        # them across the die (Fmax, §12 steps 29–30: ``owner`` → fetch's buffer was both
+        # seeds' worst path). ``owner`` itself routes the clients' ``ready`` back.
         for i in range(n):
             seen = Signal(name=f"skid_valid_{i}", attrs={"keep": 1})
-            m.d.sync += seen.eq((seen | self.mem.rd.valid) & ~rd_ready)
+            mine = Signal(name=f"owner_{i}", attrs={"keep": 1})
+            m.d.sync += [seen.eq((seen | self.mem.rd.valid) & ~rd_ready),
+                         mine.eq(Mux(fresh, rcmd_fire & gnt[i], Mux(rd_done, after[i], mine)))]
             m.d.comb += readers[i].rd.payload.eq(
                 Mux(seen, skid.as_value(), self.mem.rd.payload.as_value()))
+            m.d.comb += readers[i].rd.valid.eq(mine & (seen | self.mem.rd.valid))
             with m.If(owner[i]):
-                m.d.comb += [readers[i].rd.valid.eq(seen | self.mem.rd.valid),
-                             rd_ready.eq(readers[i].rd.ready)]
+                m.d.comb += rd_ready.eq(readers[i].rd.ready)
 
         # Writes: the store's channels straight through.
         m.d.comb += [
