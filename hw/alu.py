@@ -338,11 +338,11 @@ class TensorAlu(wiring.Component):
             sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
             pick6 = Signal(len(PICKS), name=f"pick6_{i}")
             m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick)]
-            # MUL's partial products registered by their multipliers (hw.dsp: on an ECP5 the
-            # MULT18X18D's own output register), from the same operands as the lane's
+            # MUL's partial products registered in the fabric beside the join's adder, not in
+            # the multipliers (hw.dsp, ``in_block``), from the same operands as the lane's
             prods = {}
             for name, (x, y, bits) in mul_operands(a5[sl], b5[sl], aw).items():
-                mul = RegisteredProduct(len(x), len(y), bits, is_signed=False)
+                mul = RegisteredProduct(len(x), len(y), bits, is_signed=False, in_block=False)
                 m.submodules[f"{name}{i}"] = mul
                 prods[name] = Signal(bits, name=f"{name}{i}")
                 m.d.comb += [mul.a.eq(x), mul.b.eq(y), prods[name].eq(mul.p)]

@@ -243,9 +243,9 @@ class VTACore(wiring.Component):
         (``_first_module_error``) and a register of ``running & ~done`` of the cycle before, so
         neither the modules' late error outputs nor an index compare reach a control register
         in *E* (Fmax, §12 steps 8 and 21): in *E* + 1 ``mod_err`` is those registers' AND-OR,
-        later the register ``mod_err_before`` holds it. Code and index are chosen in *E* + 1
-        (``fresh``) and latched; the returned values read the same in every cycle as if latched
-        at once. Returns (``mod_err``, code, index, any module error in this cycle)."""
+        later the register ``mod_err_before`` holds it. Code and index are chosen in *E* + 2
+        (``fresh2``) and latched; from then on the returned values read the same in every
+        cycle as if latched at once. Returns (``mod_err``, code, index, any module error in this cycle)."""
         mod_err = Signal()
         mod_err_before = Signal()   # ``mod_err`` of the cycle before
         live_before = Signal()      # ``running & ~done`` of the cycle before
@@ -258,10 +258,18 @@ class VTACore(wiring.Component):
         m.d.sync += [mod_err_before.eq(mod_err), live_before.eq(running & ~done)]
         m.d.comb += [fresh.eq(live_before & held_any & ~mod_err_before),
                      mod_err.eq(mod_err_before | fresh)]
-        with m.If(fresh):
+        # Code and index are chosen a cycle after ``fresh`` (``fresh2``, *E* + 2), from the
+        # held values a cycle older and their index compares registered (Fmax, §12 step 30:
+        # held index → 32-bit compare → choice → the CSR's copy was a seed's worst path). In
+        # *E* + 1 the error flag is up with its code not yet chosen: no reader can tell, as
+        # ``done`` rises in *E* + 3 at the earliest (``arb_halt`` is ``failed`` a cycle late)
+        # and the CSR copies are a cycle old.
+        fresh2 = Signal()
+        m.d.sync += fresh2.eq(fresh)
+        with m.If(fresh2):
             m.d.sync += [code.eq(best_code), index.eq(best_index)]
-        m.d.comb += [code_now.eq(Mux(fresh, best_code, code)),
-                     index_now.eq(Mux(fresh, best_index, index))]
+        m.d.comb += [code_now.eq(Mux(fresh2, best_code, code)),
+                     index_now.eq(Mux(fresh2, best_index, index))]
         return mod_err, code_now, index_now, any_err
 
     def _stuck(self, m, fetch, modules, queues):
@@ -297,19 +305,21 @@ class VTACore(wiring.Component):
         return stuck, code, index
 
     @staticmethod
-    def _lowest(m, flags, indices, name):
+    def _lowest(m, flags, indices, name, registered=False):
         """One-hot: which of the flagged entries has the lowest index (ties to the first).
         The index compares run in parallel from registers (the modules' index registers and
         their queues' head registers), so the late flags only pass the selection (Fmax,
-        docs/hardware.md §12)."""
+        docs/hardware.md §12); with ``registered`` the compares are registers themselves, so
+        ``indices`` are compared a cycle before ``flags`` are read."""
         n = len(flags)
         earlier = {}
         for i in range(n):
             for j in range(n):
                 if i != j:
                     lt = Signal(name=f"{name}_before_{i}_{j}")
-                    m.d.comb += lt.eq(indices[i] < indices[j] if i > j
-                                      else indices[i] <= indices[j])
+                    domain = m.d.sync if registered else m.d.comb
+                    domain += lt.eq(indices[i] < indices[j] if i > j
+                                    else indices[i] <= indices[j])
                     earlier[i, j] = lt
         take = []
         for i in range(n):
@@ -320,17 +330,22 @@ class VTACore(wiring.Component):
         return take
 
     def _first_module_error(self, m, modules):
-        """The modules' errors of the cycle before, held in registers: (code, index) of the
-        one with the lowest instruction index (``_lowest``; ties cannot happen: one index,
-        one module), and whether there is one."""
-        held = [(Signal(name=f"held_err_{i}"), Signal(ERR_BITS, name=f"held_code_{i}"),
-                 Signal(INDEX_BITS, name=f"held_index_{i}")) for i in range(len(modules))]
-        for (err, code, index), mod in zip(held, modules):
+        """The modules' errors of the cycle before, held in registers (whether there is one),
+        and (code, index) of the one with the lowest instruction index among those of two
+        cycles before (``_lowest`` on registered compares; ties cannot happen: one index, one
+        module)."""
+        def held_regs(tag):
+            return [(Signal(name=f"{tag}_err_{i}"), Signal(ERR_BITS, name=f"{tag}_code_{i}"),
+                     Signal(INDEX_BITS, name=f"{tag}_index_{i}")) for i in range(len(modules))]
+        held, held2 = held_regs("held"), held_regs("held2")
+        for (err, code, index), mod, older in zip(held, modules, held2):
             m.d.sync += [err.eq(mod.err), code.eq(mod.err_code), index.eq(mod.err_index)]
+            m.d.sync += [o.eq(h) for o, h in zip(older, (err, code, index))]
         best_code = Signal(ERR_BITS)
         best_index = Signal(INDEX_BITS)
-        take = self._lowest(m, [h[0] for h in held], [h[2] for h in held], "err")
-        for t, (_err, code, index) in zip(take, held):
+        take = self._lowest(m, [h[0] for h in held2], [h[2] for h in held], "err",
+                            registered=True)
+        for t, (_err, code, index) in zip(take, held2):
             with m.If(t):
                 m.d.comb += [best_code.eq(code), best_index.eq(index)]
         held_any = Signal()

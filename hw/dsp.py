@@ -24,11 +24,17 @@ class RegisteredProduct(wiring.Component):
     is below the combinational delay (3.93 ns). The connection is Yosys's own (``$__MUL18X18``
     in ``share/lattice/dsp_map_18x18.v``: operands extended to 18 bits, SIGNEDA/SIGNEDB) with
     ``REG_OUTPUT_CLK = "CLK0"``. Elsewhere (simulation, Verilog for Verilator) a multiply and
-    a flip-flop, the same values in the same cycles.
+    a flip-flop, the same values in the same cycles. ``in_block=False`` keeps the register in
+    the fabric on an ECP5 too, for a product that feeds a carry chain at once (the tensor
+    ALU's join): the block sits in a fixed DSP row, and the route from its output register
+    to that adder then lies on the path into the next register (4.3 ns of routing, §12 step
+    30), where a fabric flip-flop can be placed beside the adder.
     """
 
-    def __init__(self, a_width: int, b_width: int, p_width: int, *, is_signed: bool):
+    def __init__(self, a_width: int, b_width: int, p_width: int, *, is_signed: bool,
+                 in_block: bool = True):
         self._signed = is_signed
+        self._in_block = in_block
         shape = signed if is_signed else unsigned
         super().__init__({"a": In(shape(a_width)), "b": In(shape(b_width)),
                           "p": Out(p_width)})
@@ -38,7 +44,7 @@ class RegisteredProduct(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if getattr(platform, "family", None) == "ecp5" and self._fits_dsp():
+        if self._in_block and getattr(platform, "family", None) == "ecp5" and self._fits_dsp():
             out = Signal(2 * DSP_WIDTH)
             a18, b18 = Signal(DSP_WIDTH), Signal(DSP_WIDTH)
             # extended to the block's 18 bits as their shapes say (signed: the sign)

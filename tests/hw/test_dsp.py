@@ -18,10 +18,11 @@ class _Ecp5:
     family = "ecp5"
 
 
+@pytest.mark.parametrize("in_block", [True, False])
 @pytest.mark.parametrize("aw,bw,pw,is_signed", [(8, 8, 16, True), (16, 16, 32, False),
                                                 (16, 16, 16, False), (3, 5, 8, True)])
-def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed):
-    dut = RegisteredProduct(aw, bw, pw, is_signed=is_signed)
+def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed, in_block):
+    dut = RegisteredProduct(aw, bw, pw, is_signed=is_signed, in_block=in_block)
     rng = np.random.default_rng(aw * 100 + bw)
     lo, hi = (-(1 << (aw - 1)), 1 << (aw - 1)) if is_signed else (0, 1 << aw)
     lob, hib = (-(1 << (bw - 1)), 1 << (bw - 1)) if is_signed else (0, 1 << bw)
@@ -75,3 +76,18 @@ def test_the_gemm_core_has_one_multiplier_per_product():
     cfg = load_config("ecp5-small")
     text = rtlil.convert(GemmCore(cfg), platform=_Ecp5())
     assert len(_cells(text, "MULT18X18D")) == cfg.batch * cfg.block_in * cfg.block_out
+
+
+def test_in_block_false_keeps_the_register_in_the_fabric_on_an_ecp5():
+    text = rtlil.convert(RegisteredProduct(16, 16, 32, is_signed=False, in_block=False),
+                         platform=_Ecp5())
+    assert not _cells(text, "MULT18X18D")
+    assert re.search(r"cell \$(a)?dff", text) or "process" in text
+
+
+def test_the_tensor_alus_partial_products_are_fabric_registers():
+    """The ALU's join adds its partial products at once: their registers stay in the fabric
+    (beside the adder), the multiplies are left to Yosys (docs/hardware.md §12 step 30)."""
+    from hw.alu import TensorAlu
+    text = rtlil.convert(TensorAlu(load_config("ecp5-small")), platform=_Ecp5())
+    assert not _cells(text, "MULT18X18D")
