@@ -36,10 +36,16 @@ def one_hot(width: int, choices, late=None):
 
 def mul_join(p_lo, p_hl, p_lh, width: int):
     """The low ``width`` bits of a product from :class:`AluLane`'s partial products:
-    ``p_lo + ((p_hl + p_lh) << h)`` (h = width // 2) — one three-input ``width - h``-bit add
-    on the upper half."""
+    ``p_lo + ((p_hl + p_lh) << h)`` (h = width // 2) — a three-input ``width - h``-bit add on
+    the upper half, as a carry-save layer (one LUT per bit: the sum bits and the majority
+    carries) and one carry chain, not two carry chains in series (Fmax: the join feeds the
+    result register and S4's two-ahead forward, docs/hardware.md §12 step 31)."""
     h = width // 2
-    return Cat(p_lo[:h], (p_lo[h:] + p_hl + p_lh)[:width - h])
+    n = width - h
+    x, y, z = p_lo[h:][:n], p_hl[:n], p_lh[:n]
+    sums = x ^ y ^ z
+    carries = Cat(C(0, 1), ((x & y) | (x & z) | (y & z))[:n - 1])
+    return Cat(p_lo[:h], (sums + carries)[:n])
 
 
 #: The decoded opcode a lane takes (:func:`op_flags`), one bit each, in this order.
@@ -74,10 +80,11 @@ def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int
     registers beside the join's add; the compare's carry chain and the shift tests are a
     cycle before."""
     picks = dict(zip(PICKS, pick))
-    return one_hot(width, [(is_mul, mul_join(p_lo, p_hl, p_lh, width)),
-                           (picks["a"], a), (picks["b"], b), (picks["sum"], total),
+    # (the join, after its carry chain, is the late term: ORed in at the root)
+    return one_hot(width, [(picks["a"], a), (picks["b"], b), (picks["sum"], total),
                            (picks["sh"], shifted),
-                           (picks["sign"], a[width - 1].replicate(width))])
+                           (picks["sign"], a[width - 1].replicate(width))],
+                   late=is_mul.replicate(width) & mul_join(p_lo, p_hl, p_lh, width))
 
 
 class AluLane(wiring.Component):
@@ -297,7 +304,10 @@ class TensorAlu(wiring.Component):
         # S3: the block RAMs' outputs straight into registers
         m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
         a5, b5 = Signal(bits), Signal(bits)
-        r6 = self._lanes(m, ops, a5, b5)
+        # S4's operands as chosen (the registers' inputs): MUL's multipliers register them in
+        # their own input registers (hw.dsp, ``register="inputs"``)
+        op_a, op_b = Signal(bits, name="op_a4"), Signal(bits, name="op_b4")
+        r6 = self._lanes(m, ops, a5, b5, op_a, op_b)
 
         def operand(side, ram, extra=()):
             # S6's join is the deep choice (the lanes' second stage): ORed in last
@@ -306,10 +316,10 @@ class TensorAlu(wiring.Component):
                                   (s["last2"], last2_data), (s["ram"], ram), *extra],
                            late=s["join"].replicate(bits) & r6)
 
-        m.d.sync += [v[4].eq(v[3]), d[4].eq(d[3]),
-                     a5.eq(operand("a", ram_a)),
-                     b5.eq(operand("b", ram_b, [(sel["b"]["imm"],
-                                                 imm.as_unsigned().replicate(lanes))]))]
+        m.d.comb += [op_a.eq(operand("a", ram_a)),
+                     op_b.eq(operand("b", ram_b, [(sel["b"]["imm"],
+                                                   imm.as_unsigned().replicate(lanes))]))]
+        m.d.sync += [v[4].eq(v[3]), d[4].eq(d[3]), a5.eq(op_a), b5.eq(op_b)]
         m.d.sync += [v[5].eq(v[4]), d[5].eq(d[4]), v[6].eq(v[5]), d[6].eq(d[5]),
                      v[7].eq(v[6]), d[7].eq(d[6]), r7.eq(r6)]
         # S7 writes r7; the last two writes are kept for the S4 of five and six behind.
@@ -317,10 +327,12 @@ class TensorAlu(wiring.Component):
                      last_data.eq(r7), last2_data.eq(last_data)]
         return r7
 
-    def _lanes(self, m, ops, a5, b5):
+    def _lanes(self, m, ops, a5, b5, op_a, op_b):
         """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (a + b, SHR's
         shift, the one-hot pick, MUL's three partial products, each a multiplier's output
-        straight into a register) and the operands registered; S6: :func:`lane_result`.
+        straight into a register) and the operands registered; S6: :func:`lane_result`. The
+        multipliers hold their own copies of the operands (``op_a``/``op_b``, the inputs of
+        ``a5``/``b5``) in their input registers.
         Returns S6's result (combinational: the result register's input and S4's two-ahead
         forward), so the multiply's halves, and the compare and its select, sit in two cycles
         and every op takes both. ``ops`` (:func:`op_flags`) is constant through an
@@ -338,14 +350,20 @@ class TensorAlu(wiring.Component):
             sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
             pick6 = Signal(len(PICKS), name=f"pick6_{i}")
             m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick)]
-            # MUL's partial products registered in the fabric beside the join's adder, not in
-            # the multipliers (hw.dsp, ``in_block``), from the same operands as the lane's
+            # MUL's partial products: each multiplier registers the lane's operands in its
+            # input registers (loaded with a5/b5's inputs, so it holds a5/b5's values) and its
+            # product goes into a fabric register beside the join's adder. Neither route to
+            # and from the fixed DSP row shares a cycle with the multiply's other side (Fmax,
+            # docs/hardware.md §12 step 31: a5/b5 → block → fabric register was both seeds'
+            # worst path with the register after the block)
             prods = {}
-            for name, (x, y, bits) in mul_operands(a5[sl], b5[sl], aw).items():
-                mul = RegisteredProduct(len(x), len(y), bits, is_signed=False, in_block=False)
+            for name, (x, y, bits) in mul_operands(op_a[sl], op_b[sl], aw).items():
+                mul = RegisteredProduct(len(x), len(y), bits, is_signed=False,
+                                        register="inputs")
                 m.submodules[f"{name}{i}"] = mul
                 prods[name] = Signal(bits, name=f"{name}{i}")
-                m.d.comb += [mul.a.eq(x), mul.b.eq(y), prods[name].eq(mul.p)]
+                m.d.comb += [mul.a.eq(x), mul.b.eq(y)]
+                m.d.sync += prods[name].eq(mul.p)
             parts.append(lane_result(ops[OP_FLAGS.index("mul")], a6[sl], b6[sl], sum6, sh6,
                                      pick6, prods["p_lo"], prods["p_hl"], prods["p_lh"], aw))
         m.d.comb += r6.eq(Cat(*parts))

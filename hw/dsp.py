@@ -1,4 +1,5 @@
-"""A multiplier whose product is a register: on an ECP5, a MULT18X18D's own output register."""
+"""A multiplier with one register on its path: on an ECP5, a MULT18X18D's own input or output
+registers, or a fabric flip-flop after it."""
 
 from __future__ import annotations
 
@@ -24,17 +25,28 @@ class RegisteredProduct(wiring.Component):
     is below the combinational delay (3.93 ns). The connection is Yosys's own (``$__MUL18X18``
     in ``share/lattice/dsp_map_18x18.v``: operands extended to 18 bits, SIGNEDA/SIGNEDB) with
     ``REG_OUTPUT_CLK = "CLK0"``. Elsewhere (simulation, Verilog for Verilator) a multiply and
-    a flip-flop, the same values in the same cycles. ``in_block=False`` keeps the register in
-    the fabric on an ECP5 too, for a product that feeds a carry chain at once (the tensor
-    ALU's join): the block sits in a fixed DSP row, and the route from its output register
-    to that adder then lies on the path into the next register (4.3 ns of routing, §12 step
-    30), where a fabric flip-flop can be placed beside the adder.
+    a flip-flop, the same values in the same cycles.
+
+    ``register`` says where the one register sits (the same values in the same cycles
+    whichever it is): ``"output"`` (the default) as above; ``"fabric"`` a flip-flop after the
+    block's combinational mode, for a product that feeds a carry chain at once (the route
+    from a fixed DSP row to that adder would lie on the path into the next register: 4.3 ns,
+    §12 step 30); ``"inputs"`` the block's input registers (``REG_INPUTA_CLK``/
+    ``REG_INPUTB_CLK``), so ``p`` is the block's combinational output from operands it holds
+    itself (3.86 ns clock to output, speed grade 6): the driver of ``a``/``b`` routes only into
+    a register and the product into whatever the user registers it in, so neither route
+    shares a cycle with the multiply's other side (§12 step 31: the ALU's MUL, whose operand
+    register → block → fabric register spanned the die on both seeds).
     """
 
+    REGISTERS = ("output", "fabric", "inputs")
+
     def __init__(self, a_width: int, b_width: int, p_width: int, *, is_signed: bool,
-                 in_block: bool = True):
+                 register: str = "output"):
+        if register not in self.REGISTERS:
+            raise ValueError(f"register must be one of {self.REGISTERS}, not {register!r}")
         self._signed = is_signed
-        self._in_block = in_block
+        self._register = register
         shape = signed if is_signed else unsigned
         super().__init__({"a": In(shape(a_width)), "b": In(shape(b_width)),
                           "p": Out(p_width)})
@@ -44,7 +56,8 @@ class RegisteredProduct(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if self._in_block and getattr(platform, "family", None) == "ecp5" and self._fits_dsp():
+        reg = self._register
+        if reg != "fabric" and getattr(platform, "family", None) == "ecp5" and self._fits_dsp():
             out = Signal(2 * DSP_WIDTH)
             a18, b18 = Signal(DSP_WIDTH), Signal(DSP_WIDTH)
             # extended to the block's 18 bits as their shapes say (signed: the sign)
@@ -60,11 +73,20 @@ class RegisteredProduct(wiring.Component):
                 "i_CLK0": ClockSignal("sync"), "i_CE0": C(1, 1), "i_RST0": C(0, 1),
                 **{f"i_{k}{n}": C(0, 1) for k in ("CLK", "CE", "RST") for n in (1, 2, 3)},
             }
+            regs = {}
+            for name, on in (("INPUTA", reg == "inputs"), ("INPUTB", reg == "inputs"),
+                             ("OUTPUT", reg == "output")):
+                regs[f"p_REG_{name}_CLK"] = "CLK0" if on else "NONE"
+                if on:
+                    regs.update({f"p_REG_{name}_CE": "CE0", f"p_REG_{name}_RST": "RST0"})
             m.submodules.mult = Instance(
-                "MULT18X18D",
-                p_REG_INPUTA_CLK="NONE", p_REG_INPUTB_CLK="NONE", p_REG_INPUTC_CLK="NONE",
-                p_REG_PIPELINE_CLK="NONE", p_REG_OUTPUT_CLK="CLK0", p_REG_OUTPUT_CE="CE0",
-                p_REG_OUTPUT_RST="RST0", p_RESETMODE="SYNC", **ports)
+                "MULT18X18D", p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE",
+                p_RESETMODE="SYNC", **regs, **ports)
+        elif reg == "inputs":
+            a = Signal.like(self.a, reset_less=True)
+            b = Signal.like(self.b, reset_less=True)
+            m.d.sync += [a.eq(self.a), b.eq(self.b)]
+            m.d.comb += self.p.eq(a * b)
         else:
             p = Signal(len(self.p), reset_less=True)
             m.d.sync += p.eq(self.a * self.b)

@@ -1,5 +1,5 @@
 """hw.dsp.RegisteredProduct: the product a cycle later, as a multiply and a flip-flop in
-simulation and as a MULT18X18D with its output register on an ECP5."""
+simulation and as a MULT18X18D with its output or input registers on an ECP5."""
 
 import re
 
@@ -18,11 +18,11 @@ class _Ecp5:
     family = "ecp5"
 
 
-@pytest.mark.parametrize("in_block", [True, False])
+@pytest.mark.parametrize("register", RegisteredProduct.REGISTERS)
 @pytest.mark.parametrize("aw,bw,pw,is_signed", [(8, 8, 16, True), (16, 16, 32, False),
                                                 (16, 16, 16, False), (3, 5, 8, True)])
-def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed, in_block):
-    dut = RegisteredProduct(aw, bw, pw, is_signed=is_signed, in_block=in_block)
+def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed, register):
+    dut = RegisteredProduct(aw, bw, pw, is_signed=is_signed, register=register)
     rng = np.random.default_rng(aw * 100 + bw)
     lo, hi = (-(1 << (aw - 1)), 1 << (aw - 1)) if is_signed else (0, 1 << aw)
     lob, hib = (-(1 << (bw - 1)), 1 << (bw - 1)) if is_signed else (0, 1 << bw)
@@ -78,16 +78,41 @@ def test_the_gemm_core_has_one_multiplier_per_product():
     assert len(_cells(text, "MULT18X18D")) == cfg.batch * cfg.block_in * cfg.block_out
 
 
-def test_in_block_false_keeps_the_register_in_the_fabric_on_an_ecp5():
-    text = rtlil.convert(RegisteredProduct(16, 16, 32, is_signed=False, in_block=False),
+def test_fabric_keeps_the_register_in_the_fabric_on_an_ecp5():
+    text = rtlil.convert(RegisteredProduct(16, 16, 32, is_signed=False, register="fabric"),
                          platform=_Ecp5())
     assert not _cells(text, "MULT18X18D")
     assert re.search(r"cell \$(a)?dff", text) or "process" in text
 
 
-def test_the_tensor_alus_partial_products_are_fabric_registers():
-    """The ALU's join adds its partial products at once: their registers stay in the fabric
-    (beside the adder), the multiplies are left to Yosys (docs/hardware.md §12 step 30)."""
+@pytest.mark.parametrize("is_signed", [True, False])
+def test_inputs_registers_the_operands_inside_the_multiplier(is_signed):
+    text = rtlil.convert(RegisteredProduct(16, 16, 32, is_signed=is_signed, register="inputs"),
+                         platform=_Ecp5())
+    (cell,) = _cells(text, "MULT18X18D")
+    for reg in ("INPUTA", "INPUTB"):
+        assert f'parameter \\REG_{reg}_CLK "CLK0"' in cell
+        assert f'parameter \\REG_{reg}_CE "CE0"' in cell
+    for reg in ("OUTPUT", "PIPELINE", "INPUTC"):
+        assert f'parameter \\REG_{reg}_CLK "NONE"' in cell
+    assert "connect \\CE0 1'1" in cell and "connect \\RST0 1'0" in cell
+    assert not re.search(r"cell \$(a)?dff", text)
+
+
+def test_an_unknown_register_place_is_refused():
+    with pytest.raises(ValueError, match="register must be one of"):
+        RegisteredProduct(8, 8, 16, is_signed=True, register="middle")
+
+
+def test_the_tensor_alus_multipliers_hold_their_operands():
+    """The ALU's MUL: each partial product's multiplier registers the lane's operands in its
+    input registers, and the product goes into a fabric register beside the join's adder
+    (docs/hardware.md §12 step 31): three multipliers per lane, no output register."""
     from hw.alu import TensorAlu
-    text = rtlil.convert(TensorAlu(load_config("ecp5-small")), platform=_Ecp5())
-    assert not _cells(text, "MULT18X18D")
+    cfg = load_config("ecp5-small")
+    text = rtlil.convert(TensorAlu(cfg), platform=_Ecp5())
+    cells = _cells(text, "MULT18X18D")
+    assert len(cells) == 3 * cfg.batch * cfg.block_out
+    for cell in cells:
+        assert 'parameter \\REG_INPUTA_CLK "CLK0"' in cell
+        assert 'parameter \\REG_OUTPUT_CLK "NONE"' in cell
