@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, signed
 
 from isa.arch import RANGE_CHECK_STAGES
+
+from .dsp import RegisteredProduct
 
 __all__ = ["mem_range_checks", "RANGE_CHECK_STAGES"]
 
@@ -26,38 +28,55 @@ def mem_range_checks(m: Module, insn, *, kinds: dict, dram_size, padded: bool) -
     ``padded``). DRAM (only if ``y_size ≥ 1``): the byte after the last element read or
     written, ``(dram_base + (y_size − 1) · x_stride + x_size) · elem_bytes``, is past
     ``dram_size``. The products are shared by all kinds; only the compares differ.
-    C1: pad sums, ``y_size − 1`` and ``dram_base + x_size``; C2: the two products (one
-    MULT18X18D each on an ECP5); C3: the two end sums and the compares.
+    C1: pad sums, ``y_size − 1`` and ``dram_base + x_size`` (the products' operands in the
+    multipliers' input registers); C2: the two products (one MULT18X18D each on an ECP5)
+    into registers, and per kind the room the bases leave; C3: each product against its
+    room. One call per module (its multipliers are the submodules ``area_mul`` and
+    ``span_mul``).
     """
-    # C1
-    rows, row_len = Signal(18), Signal(18)
-    ym1, stride = Signal(len(insn.y_size)), Signal(len(insn.x_stride))
+    # C1: the products' operands go into the multipliers' own input registers (hw.dsp,
+    # ``register="inputs"``), so C2's products leave the DSP row straight into their fabric
+    # registers and no route to the row shares their cycle (Fmax, docs/hardware.md §12 step
+    # 31: C1's register → the block → ``span`` was a seed's slowest endpoints, 32 of them)
+    if padded:
+        rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        row_len = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+    else:
+        rows, row_len = insn.y_size, insn.x_size
+    ym1 = (insn.y_size - 1)[:len(insn.y_size)]
     base1 = Signal(len(insn.dram_base) + 1)
     sram1 = Signal(len(insn.sram_base))
     y_nz1 = Signal()
-    if padded:
-        m.d.sync += [rows.eq(insn.y_pad_0 + insn.y_size + insn.y_pad_1),
-                     row_len.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1)]
-    else:
-        m.d.sync += [rows.eq(insn.y_size), row_len.eq(insn.x_size)]
-    m.d.sync += [ym1.eq(insn.y_size - 1), stride.eq(insn.x_stride),
-                 base1.eq(insn.dram_base + insn.x_size), sram1.eq(insn.sram_base),
+    m.d.sync += [base1.eq(insn.dram_base + insn.x_size), sram1.eq(insn.sram_base),
                  y_nz1.eq(insn.y_size != 0)]
-    # C2
+    m.submodules.area_mul = area_mul = RegisteredProduct(18, 18, 36, is_signed=False,
+                                                         register="inputs")
+    m.submodules.span_mul = span_mul = RegisteredProduct(
+        len(ym1), len(insn.x_stride), len(ym1) + len(insn.x_stride), is_signed=False,
+        register="inputs")
+    m.d.comb += [area_mul.a.eq(rows), area_mul.b.eq(row_len),
+                 span_mul.a.eq(ym1), span_mul.b.eq(insn.x_stride)]
+    # C2: the products, and per kind the room left by the base (``depth − sram_base``, the
+    # DRAM's last element index less ``dram_base + x_size``; signed, either may be negative),
+    # so that C3 is one compare of a product with a register, not a sum then a compare (two
+    # 37-bit carry chains in series: Fmax, docs/hardware.md §12 step 31)
     area = Signal(36)
-    span = Signal(len(ym1) + len(stride))
-    base2, sram2, y_nz2 = Signal.like(base1), Signal.like(sram1), Signal()
-    m.d.sync += [area.eq(rows * row_len), span.eq(ym1 * stride),
-                 base2.eq(base1), sram2.eq(sram1), y_nz2.eq(y_nz1)]
-    # C3
-    sram_end = Signal(37)
-    last_elem = Signal(len(base2) + 1)
-    m.d.comb += [sram_end.eq(sram2 + area), last_elem.eq(base2 + span)]
+    span = Signal(len(span_mul.p))
+    y_nz2 = Signal()
+    m.d.sync += [area.eq(area_mul.p), span.eq(span_mul.p), y_nz2.eq(y_nz1)]
     out = {}
     for key, (elem_bytes, depth) in kinds.items():
         tag = str(getattr(key, "name", key)).lower()
+        # sram_base + area > depth  ⟺  area > depth − sram_base
+        sram_room = Signal(signed(len(sram1) + 2), name=f"sram_room_{tag}")
+        # (base + span) · E > dram_size  ⟺  base + span > ⌊dram_size / E⌋ (integers)
+        #                                ⟺  span > ⌊dram_size / E⌋ − base
+        dram_room = Signal(signed(max(len(dram_size), len(base1)) + 2), name=f"dram_room_{tag}")
+        # (Amaranth's difference of unsigned values is signed and exact)
+        m.d.sync += [sram_room.eq(depth - sram1),
+                     dram_room.eq((dram_size >> _log2(elem_bytes)) - base1)]
+        # C3
         sram_bad, dram_bad = Signal(name=f"sram_bad_{tag}"), Signal(name=f"dram_bad_{tag}")
-        m.d.sync += [sram_bad.eq(sram_end > depth),
-                     dram_bad.eq(y_nz2 & ((last_elem << _log2(elem_bytes)) > dram_size))]
+        m.d.sync += [sram_bad.eq(area > sram_room), dram_bad.eq(y_nz2 & (span > dram_room))]
         out[key] = (sram_bad, dram_bad)
     return out
