@@ -73,6 +73,9 @@ class _Walker:
         self.cur = Signal(_WIDE, name=f"{name}_cur")
         self.left = Signal(beats_bits, name=f"{name}_left")
         self.next_row = Signal(_WIDE, name=f"{name}_next_row")
+        # the row after it, ``next_row + stride``, set with it: the next row's flags
+        # (``_row_one``, ``_over``) read a register, not the stride's adder (Fmax, §12 step 31)
+        self._next2 = Signal(_WIDE, name=f"{name}_next2")
         self.rows_left = Signal(16, name=f"{name}_rows_left")
         self.burst = Signal(range(cfg.max_burst_beats + 1), name=f"{name}_burst")
         self.row_end = Signal(name=f"{name}_row_end")
@@ -117,7 +120,8 @@ class _Walker:
                 ("nz", self.nz, self.left != 0, on),
                 ("more", self.more, self.rows_left != 0, on),
                 ("over", self._over_n, self._span(self.next_row, self._whole, self._whole1,
-                                                  self._tail)[2], on)]
+                                                  self._tail)[2], on),
+                ("next2", self._next2, (self.next_row + self._stride)[:_WIDE], on)]
 
     def _span(self, addr, whole, whole1, tail):
         """(first beat, beats, beats are ``whole1``) of a row at byte address ``addr``."""
@@ -221,7 +225,8 @@ class _Walker:
                     "go": p1["rows_nz"] & p1["_count_nz"],
                     "_over": self._span(p1["next_row"], p1["_whole"], p1["_whole1"],
                                         p1["_tail"])[2],
-                    "_row_one": self._first_one(p1["next_row"], p1)},
+                    "_row_one": self._first_one(p1["next_row"], p1),
+                    "_next2": p1["next_row"] + stride},
                    "p2", registered=cycles >= 1)
         return {**p2, **{k: p1[k] for k in ("next_row", "rows_left", "more", "_whole",
                                              "_whole1", "_tail", "_count_nz", "_whole_one",
@@ -243,11 +248,12 @@ class _Walker:
         with m.If(self.row_end & self.more):
             self._set(m, self._first_n, self._beats_n, self._beats_n, self._first_n,
                       Const(0), one=self._row_one)
-            after = self.next_row + self._stride
+            after = self._next2
             here = {k: getattr(self, k) for k in ("_whole", "_whole1", "_tail", "_whole_one",
                                                   "_whole1_one")}
             # (``rows_left ≥ 1`` here: ``rows_left != 1`` is ``rows_left ≥ 2``, a borrow)
-            m.d.sync += [self.next_row.eq(after), self._over.eq(self._span(
+            m.d.sync += [self.next_row.eq(after), self._next2.eq(after + self._stride),
+                         self._over.eq(self._span(
                              after, self._whole, self._whole1, self._tail)[2]),
                          self._row_one.eq(self._first_one(after, here)),
                          self.rows_left.eq(self.rows_left - 1),

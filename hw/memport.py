@@ -234,10 +234,15 @@ class MemArbiter(wiring.Component):
                              reads_one.eq(reads == 2)]
         reads_up, reads_down = Signal.like(reads), Signal.like(reads)
         m.d.comb += [reads_up.eq(reads + 1), reads_down.eq(reads - 1)]
+        # (a fresh head is the granted client's, if its command fires now: as ``gnt`` is
+        # one-hot, bit i of ``rcmd_fire & gnt`` is ``open_ & gnt[i] & req[i]``, which reads
+        # client i's ``valid`` alone and not the OR of every client's across the die: Fmax,
+        # docs/hardware.md §12 step 31)
+        fired = Signal(n)
+        m.d.comb += fired.eq(Cat(open_ & gnt[i] & req[i] for i in range(n)))
         m.d.sync += [reads.eq(Mux(rcmd_fire, Mux(rd_done, reads, reads_up),
                                   Mux(rd_done, reads_down, reads))),
-                     owner.eq(Mux(fresh, Mux(rcmd_fire, gnt, 0),
-                                  Mux(rd_done, after, owner)))]
+                     owner.eq(Mux(fresh, fired, Mux(rd_done, after, owner)))]
         # Each client sees the stream through its own copies of ``skid_valid`` and of its
         # ``owner`` bit (the same values: the same recurrences from the same reset; a copy's
         # next value reads the copy itself, so Yosys keeps one per client): its valid gate and
@@ -248,7 +253,7 @@ class MemArbiter(wiring.Component):
             seen = Signal(name=f"skid_valid_{i}", attrs={"keep": 1})
             mine = Signal(name=f"owner_{i}", attrs={"keep": 1})
             m.d.sync += [seen.eq((seen | self.mem.rd.valid) & ~rd_ready),
-                         mine.eq(Mux(fresh, rcmd_fire & gnt[i], Mux(rd_done, after[i], mine)))]
+                         mine.eq(Mux(fresh, fired[i], Mux(rd_done, after[i], mine)))]
             m.d.comb += readers[i].rd.payload.eq(
                 Mux(seen, skid.as_value(), self.mem.rd.payload.as_value()))
             m.d.comb += readers[i].rd.valid.eq(mine & (seen | self.mem.rd.valid))
