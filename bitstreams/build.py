@@ -215,6 +215,7 @@ def _place_and_route(platform, work: Path, seeds, env: dict, progress: Progress,
     jobs = [_Job([env["NEXTPNR_ECP5"], device_opt, "--package", package_opt,
                   "--speed", platform.speed, "--json", f"{NAME}.json", "--lpf", f"{NAME}.lpf",
                   "--textcfg", f"{NAME}.s{s}.config", "--report", f"nextpnr-report.s{s}.json",
+                  "--detailed-timing-report",
                   "--seed", str(s), "--timing-allow-fail", "--log", f"{NAME}.s{s}.tim"],
                  work / f"nextpnr.s{s}.log", work / f"{NAME}.s{s}.tim",
                  f"seed {s}" if len(seeds) > 1 else "") for s in seeds]

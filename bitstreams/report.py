@@ -7,7 +7,7 @@ from isa.config import VTAConfig
 from .boards import RESOURCES, Board
 
 __all__ = ["make_report", "summary_text", "levels_lines", "markdown_table", "critical_paths", "core_fmax",
-           "CORE_CLOCK"]
+           "slowest_endpoints", "CORE_CLOCK", "SLOWEST"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
 CORE_CLOCK = "sync"
@@ -56,6 +56,37 @@ def critical_paths(pnr: dict) -> list:
     return out
 
 
+#: How many of the core clock's slowest endpoints a report lists.
+SLOWEST = 25
+
+
+def slowest_endpoints(pnr: dict, n: int = SLOWEST) -> dict:
+    """The core clock's endpoints with the latest arrival, from the detailed net timings of
+    nextpnr's report (``--detailed-timing-report``): the ``n`` slowest as [ns, cell, port],
+    and how many endpoints arrive after the target's period. The critical path names one
+    path; this says whether it is alone (one fix moves the clock) or one of many. Empty when
+    the report has no detailed timings."""
+    core = _clocks(pnr).get(CORE_CLOCK)
+    nets = pnr.get("detailed_net_timings")
+    if not core or not nets:
+        return {}
+    event = f"posedge {core['net']}"
+    arrivals = []
+    for net in nets:
+        if net.get("event") != event:
+            continue
+        for ep in net.get("endpoints", []):
+            if ep.get("event") == event:
+                arrivals.append((float(max(ep.get("delay", [0]))), ep.get("cell"),
+                                 ep.get("port")))
+    arrivals.sort(key=lambda a: -a[0])
+    period = 1e3 / core["target_mhz"] if core["target_mhz"] else float("inf")
+    return {"period_ns": round(period, 3),
+            "over_period": sum(1 for a in arrivals if a[0] > period),
+            "endpoints": len(arrivals),
+            "slowest": [[round(t, 2), cell, port] for t, cell, port in arrivals[:n]]}
+
+
 #: The report's name of each DRAM variant of the board design.
 VARIANTS = {"onchip": "on-chip DRAM (bring-up)",
             "sdram": "SDRAM (LiteDRAM GENSDRPHY + controller)"}
@@ -85,6 +116,7 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
         "clocks": clocks,
         "timing_met": all(c["fmax_mhz"] >= c["target_mhz"] for c in clocks.values()),
         "critical_paths": critical_paths(pnr),
+        **({"slowest_endpoints": slow} if (slow := slowest_endpoints(pnr)) else {}),
         "seed": seed,
         "seeds": {str(k): v for k, v in (seeds_fmax or {seed: core_fmax(pnr)}).items()},
         "tools": versions, "build_seconds": round(seconds, 1),
@@ -117,6 +149,11 @@ def summary_text(r: dict) -> str:
     for cp in r.get("critical_paths", []):
         lines += ["", f"critical path ({cp['delay_ns']} ns, {cp['logic_levels']} logic levels):",
                   f"  from {cp['start']}", f"  to   {cp['end']}"]
+    slow = r.get("slowest_endpoints")
+    if slow:
+        lines += ["", f"endpoints arriving after the target's {slow['period_ns']} ns: "
+                  f"{slow['over_period']} of {slow['endpoints']}; the slowest:"]
+        lines += [f"  {t:6.2f} ns  {cell}.{port}" for t, cell, port in slow["slowest"][:10]]
     if r.get("lut_levels"):
         lines += ["", *levels_lines(r["lut_levels"])]
     tried = r.get("seeds", {})

@@ -8,7 +8,7 @@ import pytest
 from bitstreams.boards import get_board
 from bitstreams.errors import FitError, UsageError
 from bitstreams.estimate import check_fit, config_estimate, dp16kd_blocks, synthesis_estimate
-from bitstreams.report import make_report, markdown_table, summary_text
+from bitstreams.report import make_report, markdown_table, slowest_endpoints, summary_text
 from hw.board.ulx3s import Ulx3sTop
 from isa.config import load_config
 from vta.cli import main
@@ -71,6 +71,34 @@ def test_report_from_nextpnr_and_its_summary():
     row = markdown_table([r]).splitlines()[-1]
     assert row == ("| `ecp5-small` | 1 × 4 × 4 | 1000 / 83640 | 500 / 83640 | 20 / 208 | "
                    "30 / 156 | 71.5 (60) | met |")
+
+
+def test_report_lists_the_slowest_endpoints_of_the_core_clock():
+    """From nextpnr's detailed net timings: the core clock's endpoints by arrival, and how many
+    arrive after the target's period (other clocks' endpoints are left out)."""
+    cfg = load_config("ecp5-small")
+    ev = "posedge $glbnet$clk"
+
+    def ep(cell, t, event=ev):
+        return {"cell": cell, "port": "DI", "event": event, "delay": [t - 1.0, t]}
+
+    pnr = {"fmax": {"$glbnet$clk": {"achieved": 95.0, "constraint": 100.0},
+                    "clk25_0__io": {"achieved": 300.0, "constraint": 25.0}},
+           "detailed_net_timings": [
+               {"net": "x", "event": ev, "endpoints": [ep("a", 10.5), ep("b", 7.0)]},
+               {"net": "y", "event": ev, "endpoints": [ep("c", 10.1), ep("d", 2.0, "<async>")]},
+               {"net": "z", "event": "posedge clk25_0__io", "endpoints": [ep("e", 39.0)]}]}
+    slow = slowest_endpoints(pnr, n=2)
+    assert slow == {"period_ns": 10.0, "over_period": 2, "endpoints": 3,
+                    "slowest": [[10.5, "a", "DI"], [10.1, "c", "DI"]]}
+    r = make_report(BOARD, cfg, pnr, {"LUT4": 900}, Ulx3sTop(cfg), seed=1, versions={},
+                    seconds=1.0)
+    assert r["slowest_endpoints"]["over_period"] == 2
+    assert "arriving after the target's 10.0 ns: 2 of 3" in summary_text(r)
+    assert slowest_endpoints({"fmax": pnr["fmax"]}) == {}      # no detailed timings: nothing
+    pnr.pop("detailed_net_timings")
+    assert "slowest_endpoints" not in make_report(BOARD, cfg, pnr, {}, Ulx3sTop(cfg), seed=1,
+                                                  versions={}, seconds=1.0)
 
 
 def test_cli_refusals(capsys, tmp_path):
