@@ -15,7 +15,7 @@ from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
-           "mul_join", "lane_result", "op_flags", "one_hot"]
+           "mul_join", "lane_picked", "lane_result", "op_flags", "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -73,18 +73,22 @@ def mul_operands(a, b, width: int) -> dict:
             "p_lh": (ua[:h], ub[h:], width - h)}
 
 
-def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int):
-    """The second stage of a lane (from its registered outputs and operands): MUL's
-    :func:`mul_join` when ``is_mul``, else the one-hot ``pick`` (:data:`PICKS`) of ``a``,
-    ``b``, ``total`` (ADD), ``shifted`` (SHR) and ``a``'s sign (0 when none) — an AND-OR of
-    registers beside the join's add; the compare's carry chain and the shift tests are a
-    cycle before."""
+def lane_picked(a, b, total, shifted, pick, width: int):
+    """The one-hot ``pick`` (:data:`PICKS`) of ``a``, ``b``, ``total`` (ADD), ``shifted``
+    (SHR) and ``a``'s sign, 0 when none (as for MUL): an AND-OR of registers."""
     picks = dict(zip(PICKS, pick))
-    # (the join, after its carry chain, is the late term: ORed in at the root)
     return one_hot(width, [(picks["a"], a), (picks["b"], b), (picks["sum"], total),
                            (picks["sh"], shifted),
-                           (picks["sign"], a[width - 1].replicate(width))],
-                   late=is_mul.replicate(width) & mul_join(p_lo, p_hl, p_lh, width))
+                           (picks["sign"], a[width - 1].replicate(width))])
+
+
+def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int):
+    """The second stage of a lane (from its registered outputs and operands): MUL's
+    :func:`mul_join` when ``is_mul``, else :func:`lane_picked` — an AND-OR of registers
+    beside the join's add; the compare's carry chain and the shift tests are a cycle
+    before. (The join, after its carry chain, is ORed in last.)"""
+    return (lane_picked(a, b, total, shifted, pick, width)
+            | (is_mul.replicate(width) & mul_join(p_lo, p_hl, p_lh, width)))
 
 
 class AluLane(wiring.Component):
@@ -208,7 +212,7 @@ class TensorAlu(wiring.Component):
         self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
         self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
         self._d2, self._s2, bad = self._front(m, loop, use_imm)
-        sel = self._selects(m, use_imm)
+        sel = self._selects(m, use_imm, ops[OP_FLAGS.index("mul")])
         r7 = self._back(m, sel, ops, use_imm, imm)
         v, d = self._v, self._d
         m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
@@ -263,13 +267,14 @@ class TensorAlu(wiring.Component):
         m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
         return d2, s2, bad
 
-    def _selects(self, m, use_imm):
+    def _selects(self, m, use_imm, is_mul):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
         the newest of the micro-ops now in S5, S6, S7 and the last write (in S4's cycle two,
         three, four and five stages ahead: S6's join, the result register, the last write,
         the one before it) that writes the entry, else the block RAM's data (``ram``); b is
         the immediate (``imm``) in immediate mode. The one just ahead never writes it (the
-        stall)."""
+        stall). ``join_mul`` is ``join`` in a MUL (``is_mul``, constant through an
+        instruction): the gate of the join after its carry chain."""
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
         self._last_valid, self._last_addr = Signal(), Signal(L)
@@ -278,7 +283,7 @@ class TensorAlu(wiring.Component):
         # so what is in S5, S6, S7 and the last write then was in S4, S5, S6 and S7.
         before = [(v[4], d[4]), (v[5], d[5]), (v[6], d[6]), (v[7], d[7])]
         names = ("join", "r7", "last", "last2", "ram")
-        sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
+        sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm", "join_mul")}
                for side in "ab"}
         for side, idx, off in (("a", self._d2, C(0, 1)), ("b", self._s2, use_imm)):
             older = off
@@ -286,6 +291,8 @@ class TensorAlu(wiring.Component):
                 hit = Signal(name=f"hit3_{side}_{n}")
                 m.d.sync += hit.eq(vk & (dk == idx))
                 m.d.sync += sel[side][n].eq(~older & hit)
+                if n == "join":     # the same select, for a MUL (its join's own gate)
+                    m.d.sync += sel[side]["join_mul"].eq(~older & hit & is_mul)
                 older = older | hit
             m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
         return sel
@@ -307,14 +314,18 @@ class TensorAlu(wiring.Component):
         # S4's operands as chosen (the registers' inputs): MUL's multipliers register them in
         # their own input registers (hw.dsp, ``register="inputs"``)
         op_a, op_b = Signal(bits, name="op_a4"), Signal(bits, name="op_b4")
-        r6 = self._lanes(m, ops, a5, b5, op_a, op_b)
+        r6, r6_pick, r6_join = self._lanes(m, ops, a5, b5, op_a, op_b)
 
         def operand(side, ram, extra=()):
-            # S6's join is the deep choice (the lanes' second stage): ORed in last
+            # S6's result is the deep choice (the lanes' second stage): ORed in last, MUL's
+            # join (after its carry chain) through one gate with its own select register
+            # (``join_mul``: the two-ahead forward of a MUL), the picked result (0 for MUL)
+            # with ``join``'s
             s = sel[side]
             return one_hot(bits, [(s["r7"], r7), (s["last"], last_data),
-                                  (s["last2"], last2_data), (s["ram"], ram), *extra],
-                           late=s["join"].replicate(bits) & r6)
+                                  (s["last2"], last2_data), (s["ram"], ram), *extra,
+                                  (s["join"], r6_pick)],
+                           late=s["join_mul"].replicate(bits) & r6_join)
 
         m.d.comb += [op_a.eq(operand("a", ram_a)),
                      op_b.eq(operand("b", ram_b, [(sel["b"]["imm"],
@@ -333,15 +344,16 @@ class TensorAlu(wiring.Component):
         straight into a register) and the operands registered; S6: :func:`lane_result`. The
         multipliers hold their own copies of the operands (``op_a``/``op_b``, the inputs of
         ``a5``/``b5``) in their input registers.
-        Returns S6's result (combinational: the result register's input and S4's two-ahead
-        forward), so the multiply's halves, and the compare and its select, sit in two cycles
-        and every op takes both. ``ops`` (:func:`op_flags`) is constant through an
+        Returns S6's result (combinational: the result register's input) and its two parts
+        for S4's two-ahead forward, the picked result (0 for MUL) and MUL's join, so the
+        multiply's halves, and the compare and its select, sit in two cycles and every op
+        takes both. ``ops`` (:func:`op_flags`) is constant through an
         instruction."""
         aw = self._cfg.acc_width
         r6 = Signal(len(a5))
         a6, b6 = Signal(len(a5)), Signal(len(a5))
         m.d.sync += [a6.eq(a5), b6.eq(b5)]
-        parts = []
+        picked, joined = [], []
         for i in range(len(a5) // aw):
             lane = AluLane(aw)
             m.submodules[f"lane{i}"] = lane
@@ -364,7 +376,10 @@ class TensorAlu(wiring.Component):
                 prods[name] = Signal(bits, name=f"{name}{i}")
                 m.d.comb += [mul.a.eq(x), mul.b.eq(y)]
                 m.d.sync += prods[name].eq(mul.p)
-            parts.append(lane_result(ops[OP_FLAGS.index("mul")], a6[sl], b6[sl], sum6, sh6,
-                                     pick6, prods["p_lo"], prods["p_hl"], prods["p_lh"], aw))
-        m.d.comb += r6.eq(Cat(*parts))
-        return r6
+            picked.append(lane_picked(a6[sl], b6[sl], sum6, sh6, pick6, aw))
+            joined.append(mul_join(prods["p_lo"], prods["p_hl"], prods["p_lh"], aw))
+        r6_pick, r6_join = Signal(len(a5)), Signal(len(a5))
+        is_mul = ops[OP_FLAGS.index("mul")]
+        m.d.comb += [r6_pick.eq(Cat(*picked)), r6_join.eq(Cat(*joined)),
+                     r6.eq(r6_pick | (is_mul.replicate(len(a5)) & r6_join))]
+        return r6, r6_pick, r6_join
