@@ -26,6 +26,10 @@ CRYSTAL_MHZ = 25.0
 DEFAULT_MEM_BYTES = 64 << 10
 #: The ULX3S's SDRAM, all of it the core's DRAM in the SDRAM variant.
 SDRAM_BYTES = 32 << 20
+#: The SDRAM variant's core clock at most, in MHz: its whole design closes at 78.95 MHz (its
+#: worst path the SDRAM adapter's, docs/hardware.md §12), below what the on-chip variant of the
+#: same configuration meets, so it runs at the lower of this and ``TARGET_MHZ``.
+SDRAM_MAX_MHZ = 75
 #: A baud rate within 2 % of the wanted one is within the 8N1 receiver's tolerance.
 BAUD_TOLERANCE = 0.02
 
@@ -40,16 +44,17 @@ def uart_divisor(clk_hz: float, baud: int) -> int:
 
 
 class Ulx3sTop(Elaboratable):
-    """:class:`BoardSoC` at ``cfg.target_mhz`` (from the PLL) on the ULX3S; ``memory`` is
-    ``"onchip"`` (``mem_bytes`` of block RAM) or ``"sdram"`` (``mem_bytes`` of the SDRAM,
-    all 32 MB by default)."""
+    """:class:`BoardSoC` at ``cfg.target_mhz`` (from the PLL; the SDRAM variant at most
+    :data:`SDRAM_MAX_MHZ`) on the ULX3S; ``memory`` is ``"onchip"`` (``mem_bytes`` of block
+    RAM) or ``"sdram"`` (``mem_bytes`` of the SDRAM, all 32 MB by default)."""
 
     def __init__(self, cfg: VTAConfig, *, mem_bytes: int | None = None,
                  baud: int = H.DEFAULT_BAUD, memory: str = "onchip"):
         if mem_bytes is None:
             mem_bytes = SDRAM_BYTES if memory == "sdram" else DEFAULT_MEM_BYTES
         self.cfg, self.mem_bytes, self.baud, self.memory = cfg, mem_bytes, baud, memory
-        self.pll = pll_settings(CRYSTAL_MHZ, cfg.target_mhz)
+        mhz = cfg.target_mhz if memory == "onchip" else min(cfg.target_mhz, SDRAM_MAX_MHZ)
+        self.pll = pll_settings(CRYSTAL_MHZ, mhz)
         self.clk_hz = self.pll.fout_mhz * 1e6
         self.divisor = uart_divisor(self.clk_hz, baud)
 

@@ -111,3 +111,18 @@ def test_the_ulx3s_top_clocks_the_core_at_100_mhz_with_the_host_link_in_toleranc
     baud = top.clk_hz / top.divisor
     assert abs(baud - H.DEFAULT_BAUD) <= BAUD_TOLERANCE * H.DEFAULT_BAUD
     assert abs(baud / H.DEFAULT_BAUD - 1) > 0.01      # 3.03 Mbaud: 1.01 % over, not exact
+
+
+def test_the_sdram_variant_runs_its_core_at_most_at_its_own_clock():
+    """The SDRAM board design closes below the on-chip one: it runs at the lower of
+    TARGET_MHZ and SDRAM_MAX_MHZ; the on-chip variant at TARGET_MHZ."""
+    from hw.board.ulx3s import SDRAM_MAX_MHZ, Ulx3sTop
+    from isa.config import load_config
+
+    cfg = load_config("ecp5-small").replace(target_mhz=90)
+    assert Ulx3sTop(cfg).clk_hz == 90e6 and Ulx3sTop(cfg).divisor == 30
+    sdram = Ulx3sTop(cfg, memory="sdram")
+    assert SDRAM_MAX_MHZ < 90 and sdram.clk_hz == SDRAM_MAX_MHZ * 1e6
+    assert sdram.divisor == round(SDRAM_MAX_MHZ / 3)
+    slow = cfg.replace(target_mhz=60)
+    assert Ulx3sTop(slow, memory="sdram").clk_hz == 60e6
