@@ -15,7 +15,8 @@ from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
 __all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
-           "mul_join", "lane_picked", "lane_result", "op_flags", "one_hot"]
+           "mul_join", "lane_picked", "lane_combine", "lane_result", "op_flags",
+           "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
 assert ALU_STALL == 1
@@ -87,8 +88,14 @@ def lane_result(is_mul, a, b, total, shifted, pick, p_lo, p_hl, p_lh, width: int
     :func:`mul_join` when ``is_mul``, else :func:`lane_picked` — an AND-OR of registers
     beside the join's add; the compare's carry chain and the shift tests are a cycle
     before. (The join, after its carry chain, is ORed in last.)"""
-    return (lane_picked(a, b, total, shifted, pick, width)
-            | (is_mul.replicate(width) & mul_join(p_lo, p_hl, p_lh, width)))
+    return lane_combine(is_mul, lane_picked(a, b, total, shifted, pick, width),
+                        mul_join(p_lo, p_hl, p_lh, width))
+
+
+def lane_combine(is_mul, picked, joined):
+    """A lane's (or a row of lanes') result from its two parts: MUL's join when ``is_mul``,
+    else the picked result (0 in a MUL), the join ORed in last."""
+    return picked | (is_mul.replicate(len(picked)) & joined)
 
 
 class AluLane(wiring.Component):
@@ -381,5 +388,5 @@ class TensorAlu(wiring.Component):
         r6_pick, r6_join = Signal(len(a5)), Signal(len(a5))
         is_mul = ops[OP_FLAGS.index("mul")]
         m.d.comb += [r6_pick.eq(Cat(*picked)), r6_join.eq(Cat(*joined)),
-                     r6.eq(r6_pick | (is_mul.replicate(len(a5)) & r6_join))]
+                     r6.eq(lane_combine(is_mul, r6_pick, r6_join))]
         return r6, r6_pick, r6_join
