@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from pathlib import PurePath
+
+# argparse and pathlib are imported where used: this module loads before the Ctrl-C handler
+# is installed (vta.interrupts) when `vta` runs as a console script.
 
 __all__ = ["main", "build_parser", "runners", "file_kind"]
 
@@ -49,10 +50,14 @@ def runners() -> dict:
 
 def file_kind(path: str) -> str:
     """The kind of a file for the runner registry: its suffix, lower case, without the dot."""
+    from pathlib import PurePath
+
     return PurePath(path).suffix.lower().lstrip(".")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> "argparse.ArgumentParser":
+    import argparse
+
     from isa.errors import EXIT_CODES_HELP
 
     modules = list(_command_modules())
@@ -72,7 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run one ``vta`` command; returns the exit status documented in ``vta --help``."""
+    """Run one ``vta`` command; returns the exit status documented in ``vta --help``. A
+    Ctrl-C while the layers load (before the command's own handling) is one line too."""
+    try:
+        from .interrupts import install
+        install()
+        return _main(argv)
+    except KeyboardInterrupt:
+        from isa.errors import EXIT_INTERRUPTED
+        print("vta: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv) -> int:
     from isa.errors import EXIT_USAGE, run_command
 
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -126,3 +126,48 @@ def test_debug_prints_the_traceback_of_an_internal_error(tmp_path):
         assert ("Traceback" in proc.stderr) == traceback
         assert "internal error: ZeroDivisionError: boom" in proc.stderr
         assert "this is a bug in vta-py; please report it" in proc.stderr
+
+
+_LANDS_IN_IMPORT = """
+import signal, sys, time
+from vta import interrupts
+interrupts.install()
+assert signal.getsignal(signal.SIGINT) is interrupts._on_interrupt
+# a frame of the import machinery, where Python would ignore the KeyboardInterrupt
+ns = {"sys": sys}
+exec(compile("frame = sys._getframe()", "<frozen importlib._bootstrap>", "exec"), ns)
+start = time.monotonic()
+interrupts._on_interrupt(signal.SIGINT, ns["frame"])     # deferred: no exception here
+print("deferred", flush=True)
+try:
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("raised again", flush=True)
+assert time.monotonic() - start < 10      # re-sent at once, not waiting out the sleep
+interrupts._retries = interrupts.RETRY_LIMIT
+try:
+    interrupts._on_interrupt(signal.SIGINT, ns["frame"])
+except KeyboardInterrupt:
+    print("raised at the limit", flush=True)
+"""
+
+
+def test_an_interrupt_in_the_import_machinery_is_sent_again_not_lost(tmp_path):
+    """A Ctrl-C landing in importlib's module-lock callback was ignored by Python and the
+    command ran on for hours (a flaky test_timeout_and_interrupt_leave_no_output under load)."""
+    script = tmp_path / "lands_in_import.py"
+    script.write_text(_LANDS_IN_IMPORT)
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, env={**os.environ,
+                                                                      "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["deferred", "raised again", "raised at the limit"]
+
+
+def test_install_leaves_an_ignored_interrupt_ignored():
+    script = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+              "from vta import interrupts\ninterrupts.install()\n"
+              "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
