@@ -23,19 +23,21 @@ class GemmCore(wiring.Component):
     ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*, loops non-empty,
     ``uop_end ≤ uop depth``)
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
-    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (7); ``busy`` is high from *c* + 1 up to
+    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (8); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 7 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
+    for N + 8 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
     and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
-    registered, ACC read; S4 products registered (by the multipliers: ``hw.dsp``), ACC data registered (straight from the
-    block RAM); S5 adder trees registered, ACC operand registered (the data or forwarded); S6 accumulate into a result register; S7
-    write. Every block-RAM output goes straight into a register, and no multiplier shares a
-    cycle with the 32-bit add, nor the add with the ACC write (the FPGA's critical paths
-    before). The ACC read misses the writes of the four micro-ops ahead; they are forwarded as
-    in :class:`~hw.alu.TensorAlu`, so back-to-back accumulation into one entry is exact at
-    full rate. ``reset`` writes zeros (INP/WGT indices are not checked). An index past its
-    buffer raises ``err`` (in S2) and stops issue. ``busy`` and ``err`` are registers loaded
-    with their next values, the instruction's fields are taken in every idle cycle.
+    registered; S4 products registered (by the multipliers: ``hw.dsp``), ACC read; S5
+    products copied into fabric registers (a route only), ACC data registered (straight from
+    the block RAM); S6 half sums registered, ACC operand registered (the data or forwarded);
+    S7 operand + half sums into a result register; S8 write. Every block-RAM output goes
+    straight into a register, and no multiplier shares a cycle with an add, nor the add
+    with the ACC write (the FPGA's critical paths before). The ACC read misses the writes of
+    the four micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`, so
+    back-to-back accumulation into one entry is exact at full rate. ``reset`` writes zeros
+    (INP/WGT indices are not checked). An index past its buffer raises ``err`` (in S2) and
+    stops issue. ``busy`` and ``err`` are registers loaded with their next values, the
+    instruction's fields are taken in every idle cycle.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -67,17 +69,17 @@ class GemmCore(wiring.Component):
             m.d.sync += reset.eq(insn.reset)
 
         v1, v2, v3, a3, bad = self._front(m, loop, widths, reset)
-        v4, a4, v5, a5, sums = self._products(m, v3, a3)
-        v7, a7, r7, v6 = self._accumulate(m, v5, a3, a5, sums, reset)
+        v4, a4, v5, a5, v6, a6, halves = self._products(m, v3, a3)
+        v8, a8, r8, v7 = self._accumulate(m, v6, a4, a6, halves, reset)
         m.d.comb += [
-            self.acc_waddr.eq(a7), self.acc_wdata.eq(r7), self.acc_wen.eq(v7),
-            self.uop_done.eq(v7 & ~reset),
+            self.acc_waddr.eq(a8), self.acc_wdata.eq(r8), self.acc_wen.eq(v8),
+            self.uop_done.eq(v8 & ~reset),
         ]
         # busy (loop.valid or any stage valid) as a register loaded with its next value: the
         # loop runs after a start, each stage's valid is the one before it unless an error
         # clears S0–S2 (bad is the error of S2)
         m.d.sync += self.busy.eq(self.start | ((loop.valid | v1) & ~self.err) | (v2 & ~bad)
-                                 | v3 | v4 | v5 | v6)
+                                 | v3 | v4 | v5 | v6 | v7)
         return m
 
     def _front(self, m, loop, widths, reset):
@@ -125,19 +127,21 @@ class GemmCore(wiring.Component):
         return v1, v2, v3, a3, bad
 
     def _products(self, m, v3, a3):
-        """S3 INP/WGT data registered, ACC read → S4 products registered → S5 adder trees
-        registered; returns S4's and S5's valid and ACC index and the sums (one per
-        BATCH × BLOCK_OUT lane). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
-        multiplier never share a cycle."""
+        """S3 INP/WGT data registered → S4 products registered → S5 products copied into
+        fabric registers → S6 two half sums registered; returns S4's … S6's valid bits and
+        ACC indices and the half sums (a pair per BATCH × BLOCK_OUT lane; the second is
+        None for BLOCK_IN 1). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
+        multiplier never share a cycle; S5 is a route only: the DSP columns are fixed and a
+        lane's products come from across the die (§12 session 14), and S6 adds half of a
+        lane's terms (the other half is added with the ACC operand in S7)."""
         cfg = self._cfg
         iw, ww = cfg.inp_width, cfg.wgt_width
         bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
         x4, w4 = Signal(cfg.inp_elem_bits), Signal(cfg.wgt_elem_bits)
-        v4, v5 = Signal(), Signal()
-        a4, a5 = Signal(cfg.log_acc_depth), Signal(cfg.log_acc_depth)
+        v4, v5, v6 = Signal(), Signal(), Signal()
+        a4, a5, a6 = (Signal(cfg.log_acc_depth, name=n) for n in ("a4", "a5", "a6"))
         m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v4.eq(v3), a4.eq(a3),
-                     v5.eq(v4), a5.eq(a4)]
-        m.d.comb += self.acc_raddr.eq(a3)
+                     v5.eq(v4), a5.eq(a4), v6.eq(v5), a6.eq(a5)]
         prods = {}
         for b in range(nb):
             for o in range(bo):
@@ -147,59 +151,81 @@ class GemmCore(wiring.Component):
                     # the product register is the multiplier's own on an ECP5 (hw.dsp)
                     mul = RegisteredProduct(iw, ww, iw + ww, is_signed=True)
                     m.submodules[f"mul_{b}_{o}_{k}"] = mul
-                    p = Signal(signed(iw + ww), name=f"p_{b}_{o}_{k}")
-                    m.d.comb += [mul.a.eq(x), mul.b.eq(w), p.eq(mul.p)]
-                    prods[b, o, k] = p
-        sums = []
+                    m.d.comb += [mul.a.eq(x), mul.b.eq(w)]
+                    p5 = Signal(signed(iw + ww), name=f"p5_{b}_{o}_{k}")
+                    m.d.sync += p5.eq(mul.p.as_signed())
+                    prods[b, o, k] = p5
+        halves = []
         for b in range(nb):
             for o in range(bo):
                 terms = [prods[b, o, k] for k in range(bi)]
-                while len(terms) > 1:
-                    terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
-                             for i in range(0, len(terms), 2)]
-                s = Signal(signed(iw + ww + cfg.log_block_in), name=f"sum_{b}_{o}")
-                m.d.sync += s.eq(terms[0])
-                sums.append(s)
-        return v4, a4, v5, a5, sums
+                groups = [terms[:(bi + 1) // 2], terms[(bi + 1) // 2:]]
+                pair = []
+                for h, group in enumerate(groups):
+                    if not group:
+                        pair.append(None)
+                        continue
+                    s6 = Signal(signed(iw + ww + max(len(group) - 1, 0).bit_length()),
+                                name=f"half6_{b}_{o}_{h}")
+                    m.d.sync += s6.eq(_tree(group))
+                    pair.append(s6)
+                halves.append(tuple(pair))
+        return v4, a4, v5, a5, v6, a6, halves
 
-    def _accumulate(self, m, v5, a3, a5, sums, reset):
-        """S4 ACC data registered → S5 ACC operand registered → S6 accumulate into a result
-        register → S7 write; returns S7's valid, index and result, and S6's valid. The S3 read
-        misses the writes of the four micro-ops ahead (newest wins): S5 takes the S7 result
-        (two ahead) over the last write (three ahead) over the one before it (four ahead)
-        over the block RAM's data, by one-hot selects registered in S4 (the compares sit a
-        cycle before the multiplexer); S6 takes the S7 result (one ahead) when S5 flagged the
-        index match, so the 32-bit add sits between registers behind a 2:1 multiplexer."""
+    def _accumulate(self, m, v6, a4, a6, halves, reset):
+        """S4 ACC read → S5 ACC data registered → S6 ACC operand registered → S7 the operand
+        plus the lane's two half sums (one three-input add: Yosys's carry-save layer and one
+        carry chain) into a result register → S8 write; returns S8's valid, index and result,
+        and S7's valid. The S4 read misses the writes of the four micro-ops ahead (newest
+        wins): S6 takes the S8 result (two ahead) over the last write (three ahead) over the
+        one before it (four ahead) over the block RAM's data, by one-hot selects registered
+        in S5 (the compares sit a cycle before the multiplexer); S7 takes the S8 result (one
+        ahead) when S6 flagged the index match, so the add sits between registers behind a
+        2:1 multiplexer."""
         cfg = self._cfg
         aw = cfg.acc_width
-        v6, v7, last_valid = Signal(), Signal(), Signal()
-        a6, a7, last_addr = (Signal(cfg.log_acc_depth, name=n) for n in ("a6", "a7", "last_addr"))
-        acc6, r7, last_data, last2_data, data5 = (
+        m.d.comb += self.acc_raddr.eq(a4)
+        v7, v8 = Signal(), Signal()
+        a7, a8 = (Signal(cfg.log_acc_depth, name=n) for n in ("a7", "a8"))
+        acc7, r8, last_data, last2_data, data6 = (
             Signal(cfg.acc_elem_bits, name=n)
-            for n in ("acc6", "r7", "last_data", "last2_data", "data5"))
-        m.d.sync += data5.eq(self.acc_rdata)      # S4: the block RAM's output, registered
-        # S4: who writes a4's entry last among those S5's select sees (newest wins), one-hot,
-        # from index compares made a cycle ahead and registered (S3's a3 is S4's a4 then, and
-        # what is in S6, S7 and the last write was in S5, S6 and S7: no stage holds)
-        f7, f_last, f_last2 = (Signal(name=n) for n in ("f7", "f_last", "f_last2"))
-        m.d.sync += [f7.eq(v5 & (a5 == a3)), f_last.eq(v6 & (a6 == a3)),
-                     f_last2.eq(v7 & (a7 == a3))]
-        sel = {n: Signal(name=f"sel5_{n}") for n in ("r7", "last", "last2", "data")}
-        m.d.sync += [sel["r7"].eq(f7), sel["last"].eq(~f7 & f_last),
-                     sel["last2"].eq(~f7 & ~f_last & f_last2),
-                     sel["data"].eq(~f7 & ~f_last & ~f_last2)]
-        hit = Signal()
+            for n in ("acc7", "r8", "last_data", "last2_data", "data6"))
+        m.d.sync += data6.eq(self.acc_rdata)      # S5: the block RAM's output, registered
+        # S5: who writes a5's entry last among those S6's select sees (newest wins), one-hot,
+        # from index compares made a cycle ahead and registered (S4's a4 is S5's a5 then, and
+        # what is in S7, S8 and the last write was in S6, S7 and S8: no stage holds)
+        f8, f_last, f_last2 = (Signal(name=n) for n in ("f8", "f_last", "f_last2"))
+        m.d.sync += [f8.eq(v6 & (a6 == a4)), f_last.eq(v7 & (a7 == a4)),
+                     f_last2.eq(v8 & (a8 == a4))]
+        sel = {n: Signal(name=f"sel6_{n}") for n in ("r8", "last", "last2", "data")}
+        m.d.sync += [sel["r8"].eq(f8), sel["last"].eq(~f8 & f_last),
+                     sel["last2"].eq(~f8 & ~f_last & f_last2),
+                     sel["data"].eq(~f8 & ~f_last & ~f_last2)]
+        hit7 = Signal()
         m.d.sync += [
-            v6.eq(v5), a6.eq(a5), hit.eq(v6 & (a6 == a5)),
-            acc6.eq(one_hot(cfg.acc_elem_bits, [(sel["r7"], r7), (sel["last"], last_data),
+            v7.eq(v6), a7.eq(a6), hit7.eq(v7 & (a7 == a6)),
+            acc7.eq(one_hot(cfg.acc_elem_bits, [(sel["r8"], r8), (sel["last"], last_data),
                                                  (sel["last2"], last2_data),
-                                                 (sel["data"], data5)])),
+                                                 (sel["data"], data6)])),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
-        m.d.comb += acc_in.eq(Mux(hit, r7, acc6))
-        result = Cat(*[(acc_in[i * aw:(i + 1) * aw] + sums[i])[:aw] for i in range(len(sums))])
-        m.d.sync += [v7.eq(v6), a7.eq(a6), r7.eq(Mux(reset, 0, result))]
-        # S7 writes r7; the last two writes are kept for the S5 of three and four behind.
-        m.d.sync += [last_valid.eq(v7), last_addr.eq(a7), last_data.eq(r7),
-                     last2_data.eq(last_data)]
-        return v7, a7, r7, v6
+        m.d.comb += acc_in.eq(Mux(hit7, r8, acc7))
+        lanes = []
+        for i, pair in enumerate(halves):
+            total = acc_in[i * aw:(i + 1) * aw].as_signed()
+            for half in pair:
+                if half is not None:
+                    total = total + half
+            lanes.append(total[:aw])
+        m.d.sync += [v8.eq(v7), a8.eq(a7), r8.eq(Mux(reset, 0, Cat(*lanes)))]
+        # S8 writes r8; the last two writes are kept for the S6 of three and four behind.
+        m.d.sync += [last_data.eq(r8), last2_data.eq(last_data)]
+        return v8, a8, r8, v7
+
+
+def _tree(terms):
+    """The sum of ``terms`` as a balanced tree of two-input adds."""
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]

@@ -131,11 +131,12 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``): S0 micro-op,
-#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered and ACC read, S4
-#: products and ACC data registered, S5 adder trees and ACC operand registered, S6 accumulate
-#: into a register, S7 write (no block-RAM output feeds logic before a register; no
-#: multiplier shares a cycle with the 32-bit add).
-GEMM_LATENCY = 7
+#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered, S4 products
+#: registered and ACC read, S5 products copied to fabric registers and ACC data registered,
+#: S6 half sums and ACC operand registered, S7 operand + half sums into a register, S8 write
+#: (no block-RAM output feeds logic before a register; no multiplier shares a cycle with an
+#: add, the route from the fixed DSP columns has a cycle of its own).
+GEMM_LATENCY = 8
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
 #: S1 indices, S2 check and ACC reads, S3 the block RAMs' data registered, S4 operands
 #: registered, S5 lanes (MUL: partial products of 16-bit halves) into registers, S6 MUL's
