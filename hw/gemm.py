@@ -129,8 +129,8 @@ class GemmCore(wiring.Component):
     def _products(self, m, v3, a3):
         """S3 INP/WGT data registered → S4 products registered → S5 products copied into
         fabric registers → S6 two half sums registered; returns S4's … S6's valid bits and
-        ACC indices and the half sums (a pair per BATCH × BLOCK_OUT lane; the second is
-        None for BLOCK_IN 1). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
+        ACC indices and the half sums (a list of two per BATCH × BLOCK_OUT lane, one for
+        BLOCK_IN 1). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
         multiplier never share a cycle; S5 is a route only: the DSP columns are fixed and a
         lane's products come from across the die (§12 session 14), and S6 adds half of a
         lane's terms (the other half is added with the ACC operand in S7)."""
@@ -159,17 +159,14 @@ class GemmCore(wiring.Component):
         for b in range(nb):
             for o in range(bo):
                 terms = [prods[b, o, k] for k in range(bi)]
-                groups = [terms[:(bi + 1) // 2], terms[(bi + 1) // 2:]]
-                pair = []
+                groups = [g for g in (terms[:(bi + 1) // 2], terms[(bi + 1) // 2:]) if g]
+                lane = []
                 for h, group in enumerate(groups):
-                    if not group:
-                        pair.append(None)
-                        continue
-                    s6 = Signal(signed(iw + ww + max(len(group) - 1, 0).bit_length()),
+                    s6 = Signal(signed(iw + ww + (len(group) - 1).bit_length()),
                                 name=f"half6_{b}_{o}_{h}")
                     m.d.sync += s6.eq(_tree(group))
-                    pair.append(s6)
-                halves.append(tuple(pair))
+                    lane.append(s6)
+                halves.append(lane)
         return v4, a4, v5, a5, v6, a6, halves
 
     def _accumulate(self, m, v6, a4, a6, halves, reset):
@@ -211,12 +208,8 @@ class GemmCore(wiring.Component):
         acc_in = Signal(cfg.acc_elem_bits)
         m.d.comb += acc_in.eq(Mux(hit7, r8, acc7))
         lanes = []
-        for i, pair in enumerate(halves):
-            total = acc_in[i * aw:(i + 1) * aw].as_signed()
-            for half in pair:
-                if half is not None:
-                    total = total + half
-            lanes.append(total[:aw])
+        for i, lane in enumerate(halves):
+            lanes.append(sum(lane, acc_in[i * aw:(i + 1) * aw].as_signed())[:aw])
         m.d.sync += [v8.eq(v7), a8.eq(a7), r8.eq(Mux(reset, 0, Cat(*lanes)))]
         # S8 writes r8; the last two writes are kept for the S6 of three and four behind.
         m.d.sync += [last_data.eq(r8), last2_data.eq(last_data)]
