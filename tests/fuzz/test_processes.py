@@ -27,6 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 IMAGE = ROOT / "tests" / "data" / "conformance" / "small-pub-sram-edges.in.npz"
 
 
+def _default_sigint():
+    # A shell's background job (`make test &`, nohup) starts with SIGINT ignored and children
+    # inherit that; a test that sends SIGINT wants the disposition a terminal gives.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def vta(*argv, env=None, timeout=120, preexec_fn=None):
     return subprocess.run([sys.executable, "-m", "vta", *map(str, argv)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout,
@@ -82,7 +88,8 @@ def test_timeout_and_interrupt_leave_no_output(tmp_path):
         assert "timed out after 1 s" in proc.stderr and "GEMM" in proc.stderr
         assert not out.exists() and not list(tmp_path.glob("*.part"))
     proc = subprocess.Popen([sys.executable, "-m", "vta", "run", str(path), "--out", str(out)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         time.sleep(8)           # imports done, deep in the GEMM (which runs for hours)
         proc.send_signal(signal.SIGINT)
@@ -159,7 +166,7 @@ def test_an_interrupt_in_the_import_machinery_is_sent_again_not_lost(tmp_path):
     script.write_text(_LANDS_IN_IMPORT)
     proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, env={**os.environ,
                                                                       "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, preexec_fn=_default_sigint)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:3] == ["deferred", "raised again", "raised at the limit"]
 
