@@ -29,7 +29,7 @@ _DP16KD_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512,
 LUTS_PER_DPR16X4 = 6
 #: The low 32 bits of a 32 × 32 product from 18 × 18 multipliers: lo·lo, lo·hi and hi·lo
 #: (Yosys maps exactly these: 34 MULT18X18D for 1 × 4 × 4 = 16 + 4 lanes × 3 + 6 in the
-#: range checks, 94 for 1 × 8 × 8).
+#: range checks, 94 for 1 × 8 × 8, counted before STORE's element count took one more).
 ALU_MULTS_PER_LANE = 3
 
 

@@ -10,6 +10,7 @@ from isa.config import VTAConfig
 from isa.errors import ErrorCode
 
 from .dma import PREPARE_CYCLES, DmaWriter, _log2
+from .dsp import RegisteredProduct
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
 from .modcommon import error_index, module_members, raise_error, start_decision, start_outcome
@@ -75,11 +76,16 @@ class StoreModule(wiring.Component):
                                               kinds={"out": (eb, cfg.acc_depth)})["out"]
 
         # the element count and the no-op tests registered from the head (it sits there
-        # HEAD_SETTLE cycles before it starts): off the start condition's path (Fmax)
-        area = Signal(32)
+        # HEAD_SETTLE cycles before it starts): off the start condition's path (Fmax). The
+        # count is a MULT18X18D's output register (hw.dsp): the fabric register after the
+        # block's combinational mode put the route from the DSP column on the path (12.39 ns
+        # on ecp5-large, docs/hardware.md §12 session 16)
+        m.submodules.count_mul = count_mul = RegisteredProduct(
+            len(head.x_size), len(head.y_size), 32, is_signed=False)
+        area = count_mul.p
         noop, no_rows = Signal(), Signal()
-        m.d.sync += [area.eq(head.x_size * head.y_size), noop.eq(head.x_size == 0),
-                     no_rows.eq(head.y_size == 0)]
+        m.d.comb += [count_mul.a.eq(head.x_size), count_mul.b.eq(head.y_size)]
+        m.d.sync += [noop.eq(head.x_size == 0), no_rows.eq(head.y_size == 0)]
         row_start = Signal()
         # ``left != 0`` a register set with ``left`` (Fmax: the writer's ``inp.ready`` reaches
         # the reader's enables through one gate, not a 32-bit OR). ``left`` follows ``area``
