@@ -53,11 +53,11 @@ class ToolMissing(SynthesisError, Unavailable):
 
 def tool_path(tool: str) -> str:
     """The executable of ``tool`` (``yosys`` or ``nextpnr-ecp5``), as the bitstream flow
-    finds it."""
+    finds it, ready to run (``bitstreams.tools.ready_tool``)."""
     from bitstreams.errors import ToolError
-    from bitstreams.tools import tool_path as flow_tool_path
+    from bitstreams.tools import ready_tool
     try:
-        return flow_tool_path({"yosys": "YOSYS", "nextpnr-ecp5": "NEXTPNR_ECP5"}[tool])
+        return ready_tool({"yosys": "YOSYS", "nextpnr-ecp5": "NEXTPNR_ECP5"}[tool])
     except ToolError as exc:
         raise ToolMissing(str(exc)) from None
 
