@@ -34,10 +34,10 @@ _MAX_ITER = (1 << LOOP_ITER_BITS) - 1
 # the pipeline drains (its latency), then retire and the next start (sim/timing/compute.py).
 GEMM_INSN_CYCLES = GEMM_LATENCY + 2
 ALU_INSN_CYCLES = ALU_LATENCY + 2
-# An ALU pass costs one cycle per micro-op: the hardware's stall (``isa.arch.ALU_STALL``, for a
-# micro-op reading what the one just ahead writes) never applies to the lowering's passes, which
-# write each accumulator entry once per pass from other entries or an immediate
-# (tests/compiler/test_lowering.py checks the kernels with ``isa.arch.alu_stalls``).
+# An ALU pass costs one cycle per micro-op: the hardware's wait (``isa.arch.alu_stalls``, for a
+# micro-op reading what one of the two just ahead writes, the second only for MUL) never
+# applies to the lowering's passes, which write each accumulator entry once per pass from other
+# entries or an immediate (tests/compiler/test_lowering.py checks the kernels with it).
 # What a tile costs the compute module beyond its instructions: its loads into ACC and of
 # micro-op kernels wait for the memory port behind the load module's transfers, and the token
 # round trips with store (100-250 cycles measured on small layers; a conservative share).

@@ -22,17 +22,15 @@ __all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "ALU_STALL", "
 assert ALU_STALL == 1
 
 
-def one_hot(width: int, choices, late=None):
+def one_hot(width: int, choices):
     """The OR of the ``width``-bit values whose select is high (``choices``: (select, value)
     pairs; at most one select high, each a register): a balanced tree, two LUT levels for four
-    choices, where a chain of priority multiplexers takes a level per choice. ``late``: a
-    ``width``-bit term that arrives deeper than the choices (a forward from logic), ORed in at
-    the tree's root so it crosses one level only."""
+    choices, where a chain of priority multiplexers takes a level per choice."""
     terms = [sel.replicate(width) & val for sel, val in choices]
     while len(terms) > 1:
         terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i]
                  for i in range(0, len(terms), 2)]
-    return terms[0] if late is None else terms[0] | late
+    return terms[0]
 
 
 def mul_join(p_lo, p_hl, p_lh, width: int):
@@ -162,12 +160,14 @@ class AluLane(wiring.Component):
 
 class TensorAlu(wiring.Component):
     """Pipelined tensor ALU: one micro-op per cycle, with an immediate and in vector mode, but
-    a micro-op waits ``ALU_STALL`` (1) cycle when it reads what the one just ahead writes.
+    a micro-op waits in S2 until it is two stages behind the micro-op it reads (three in a
+    MUL): a cycle when it reads what the one just ahead writes, in a MUL two, or one when it
+    reads what the one two ahead writes (:func:`isa.arch.alu_stalls`).
 
-    ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*) → micro-op *j* issued in *c* + 1 + *j* + *s*(*j*), writes ACC[dst]
-    in *c* + 1 + *j* + *s*(*j*) + ``ALU_LATENCY`` (7), where *s*(*j*) counts the micro-ops
-    1 … *j* whose dst, or in vector mode src, equals the dst of the micro-op before them
-    (:func:`isa.arch.alu_stalls`); ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
+    ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*) → micro-op *j* issued
+    in *c* + 1 + *j* + *s*(*j*), writes ACC[dst] in *c* + 1 + *j* + *s*(*j*) +
+    ``ALU_LATENCY`` (7), where *s*(*j*) is the sum of the waits of micro-ops 1 … *j*;
+    ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
     micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
     index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
     ``err``, the forward compares (against S4–S7) into registers; S3 the block RAMs' data
@@ -178,9 +178,10 @@ class TensorAlu(wiring.Component):
     into registers straight from the operand registers; S6 MUL's halves joined or the pick,
     every op's result into a register; S7 write. ``busy``, ``err`` and the stall
     (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays
-    in S2 a second cycle (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
-    producer is always two or more stages ahead of its reader: S4 forwards from S6's join (two ahead), the result register
-    (three) and the last two writes (four, five); the S2 read sees everything older. No op
+    in S2 a cycle more (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
+    producer is always two or more stages ahead of its reader: S4 forwards from S6's pick
+    (two ahead; never a MUL's join), the result register (three) and the last two writes
+    (four, five); the S2 read sees everything older. No op
     shares a cycle with a forward of its own result, and no block-RAM output feeds logic
     before a register. Vector mode runs at the same rate because the ACC buffer has a second
     read port for src (on an FPGA: a copy of the ACC buffer). An index past the ACC depth
@@ -218,8 +219,9 @@ class TensorAlu(wiring.Component):
         L = cfg.log_acc_depth
         self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
         self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
-        self._d2, self._s2, bad = self._front(m, loop, use_imm)
-        sel = self._selects(m, use_imm, ops[OP_FLAGS.index("mul")])
+        is_mul = ops[OP_FLAGS.index("mul")]
+        self._d2, self._s2, bad = self._front(m, loop, use_imm, is_mul)
+        sel = self._selects(m, use_imm)
         r7 = self._back(m, sel, ops, use_imm, imm)
         v, d = self._v, self._d
         m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
@@ -231,7 +233,7 @@ class TensorAlu(wiring.Component):
                                  | v[3] | v[4] | v[5] | v[6])
         return m
 
-    def _front(self, m, loop, use_imm):
+    def _front(self, m, loop, use_imm, is_mul):
         """S0 micro-op read → S1 indices → S2 range check, ACC reads and the stall (S0–S2
         hold, a bubble into S3); returns S2's dst and src (low address bits) and ``bad``."""
         cfg = self._cfg
@@ -268,20 +270,29 @@ class TensorAlu(wiring.Component):
         # writer in S2; the writer moves on to S3 (valid, in range, not stalled itself) and
         # the reader to S2 exactly when this cycle does not stall, so the register equals the
         # test of S2's indices against S3's dst and ``UopLoop.hold`` comes from a flip-flop.
+        # In a MUL (``is_mul``, constant through an instruction) a reader must also be three
+        # stages behind its writer (``ALU_MUL_FORWARD_DISTANCE``): S1's sums against S3's dst
+        # (S3 moves on to S4 as S1 moves to S2), and in a stalled cycle S2's held indices
+        # against S3's dst — the writer just ahead moves on to S4 while the reader stays, so
+        # it waits a second cycle; the bubble behind it ends that.
         reads_ahead = (sum_d[:L] == d2[:L]) | (~use_imm & (sum_s[:L] == d2[:L]))
-        m.d.sync += stall.eq(~stall & v[1] & v[2] & ~bad & reads_ahead)
+        reads_ahead2 = (sum_d[:L] == self._d[3]) | (~use_imm & (sum_s[:L] == self._d[3]))
+        held_reads_ahead = (d2 == self._d[3]) | (~use_imm & (s2 == self._d[3]))
+        m.d.sync += stall.eq(Mux(stall, is_mul & v[3] & held_reads_ahead,
+                                 v[1] & ((v[2] & ~bad & reads_ahead)
+                                         | (is_mul & v[3] & reads_ahead2))))
         self._s3 = Signal(L)
         m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
         return d2, s2, bad
 
-    def _selects(self, m, use_imm, is_mul):
+    def _selects(self, m, use_imm):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
         the newest of the micro-ops now in S5, S6, S7 and the last write (in S4's cycle two,
         three, four and five stages ahead: S6's join, the result register, the last write,
         the one before it) that writes the entry, else the block RAM's data (``ram``); b is
         the immediate (``imm``) in immediate mode. The one just ahead never writes it (the
-        stall). ``join_mul`` is ``join`` in a MUL (``is_mul``, constant through an
-        instruction): the gate of the join after its carry chain."""
+        stall; in a MUL neither does the one two ahead, so ``join`` never selects a MUL's
+        join)."""
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
         self._last_valid, self._last_addr = Signal(), Signal(L)
@@ -290,7 +301,7 @@ class TensorAlu(wiring.Component):
         # so what is in S5, S6, S7 and the last write then was in S4, S5, S6 and S7.
         before = [(v[4], d[4]), (v[5], d[5]), (v[6], d[6]), (v[7], d[7])]
         names = ("join", "r7", "last", "last2", "ram")
-        sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm", "join_mul")}
+        sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
                for side in "ab"}
         for side, idx, off in (("a", self._d2, C(0, 1)), ("b", self._s2, use_imm)):
             older = off
@@ -298,8 +309,6 @@ class TensorAlu(wiring.Component):
                 hit = Signal(name=f"hit3_{side}_{n}")
                 m.d.sync += hit.eq(vk & (dk == idx))
                 m.d.sync += sel[side][n].eq(~older & hit)
-                if n == "join":     # the same select, for a MUL (its join's own gate)
-                    m.d.sync += sel[side]["join_mul"].eq(~older & hit & is_mul)
                 older = older | hit
             m.d.sync += [sel[side]["ram"].eq(~older), sel[side]["imm"].eq(off)]
         return sel
@@ -321,18 +330,18 @@ class TensorAlu(wiring.Component):
         # S4's operands as chosen (the registers' inputs): MUL's multipliers register them in
         # their own input registers (hw.dsp, ``register="inputs"``)
         op_a, op_b = Signal(bits, name="op_a4"), Signal(bits, name="op_b4")
-        r6, r6_pick, r6_join = self._lanes(m, ops, a5, b5, op_a, op_b)
+        r6, r6_pick = self._lanes(m, ops, a5, b5, op_a, op_b)
 
         def operand(side, ram, extra=()):
-            # S6's result is the deep choice (the lanes' second stage): ORed in last, MUL's
-            # join (after its carry chain) through one gate with its own select register
-            # (``join_mul``: the two-ahead forward of a MUL), the picked result (0 for MUL)
-            # with ``join``'s
+            # S6's result is the deep choice (the lanes' second stage): the picked result
+            # alone (0 for MUL), whose reader is never two behind (the stall): MUL's join,
+            # after its carry chain, stays off the route to the multipliers' input registers
+            # in the fixed DSP columns (Fmax: the core's slowest paths on ecp5-large,
+            # docs/hardware.md §12 session 16)
             s = sel[side]
             return one_hot(bits, [(s["r7"], r7), (s["last"], last_data),
                                   (s["last2"], last2_data), (s["ram"], ram), *extra,
-                                  (s["join"], r6_pick)],
-                           late=s["join_mul"].replicate(bits) & r6_join)
+                                  (s["join"], r6_pick)])
 
         m.d.comb += [op_a.eq(operand("a", ram_a)),
                      op_b.eq(operand("b", ram_b, [(sel["b"]["imm"],
@@ -351,8 +360,8 @@ class TensorAlu(wiring.Component):
         straight into a register) and the operands registered; S6: :func:`lane_result`. The
         multipliers hold their own copies of the operands (``op_a``/``op_b``, the inputs of
         ``a5``/``b5``) in their input registers.
-        Returns S6's result (combinational: the result register's input) and its two parts
-        for S4's two-ahead forward, the picked result (0 for MUL) and MUL's join, so the
+        Returns S6's result (combinational: the result register's input) and its part for
+        S4's two-ahead forward, the picked result (0 for MUL: never forwarded), so the
         multiply's halves, and the compare and its select, sit in two cycles and every op
         takes both. ``ops`` (:func:`op_flags`) is constant through an
         instruction."""
@@ -389,4 +398,4 @@ class TensorAlu(wiring.Component):
         is_mul = ops[OP_FLAGS.index("mul")]
         m.d.comb += [r6_pick.eq(Cat(*picked)), r6_join.eq(Cat(*joined)),
                      r6.eq(lane_combine(is_mul, r6_pick, r6_join))]
-        return r6, r6_pick, r6_join
+        return r6, r6_pick

@@ -11,6 +11,8 @@ import functools
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .registers import COUNTERS
 
 if TYPE_CHECKING:
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["Opcode", "MemType", "AluOp", "STAGES", "STAGE_NUMBERS", "TOKEN_QUEUES", "QUEUES",
            "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "queue_between", "pop_flag", "push_flag",
            "MODULE_OF", "LOAD_STAGE_MEMTYPES", "stage_of_load", "module_of", "elem_bytes",
-           "GEMM_LATENCY", "ALU_LATENCY", "ALU_STALL", "alu_stalls", "RANGE_CHECK_STAGES",
+           "GEMM_LATENCY", "ALU_LATENCY", "ALU_FORWARD_DISTANCE", "ALU_MUL_FORWARD_DISTANCE",
+           "ALU_STALL", "alu_waits", "alu_dependences", "alu_stalls", "RANGE_CHECK_STAGES",
            "HEAD_SETTLE", "COUNTERS", "FUNCTIONAL_COUNTERS"]
 
 
@@ -143,23 +146,78 @@ GEMM_LATENCY = 8
 #: halves joined into the result register, S7 write (every op takes both stages, so results
 #: come in order).
 ALU_LATENCY = 7
-#: Cycles an ALU micro-op waits in S2 (``hw/alu.py``) when it reads the accumulator entry the
-#: micro-op just ahead of it writes: its dst, or in vector mode its src, equals that one's dst.
-#: Its operand then comes from the result's join two stages ahead, so no op (MUL's DSPs,
-#: SHR's shifter, the compare's carry chain) shares a cycle with the forward of its result.
-#: Micro-ops further apart, and those of different instructions, never wait.
+#: Minimum issue distance, in cycles, from an ALU micro-op to one that depends on it (reads
+#: the accumulator entry it writes: its dst, or in vector mode its src, equals that one's dst;
+#: ``hw/alu.py``, S2): the reader takes its operand from the result's join two stages ahead, so
+#: no op (SHR's shifter, the compare's carry chain) shares a cycle with the forward.
+ALU_FORWARD_DISTANCE = 2
+#: The same for MUL: its partial products leave the fixed DSP columns, so the forward of its
+#: join two stages ahead was the core's critical path on ECP5; a MUL reader is three issue
+#: slots behind its producer instead (one more register before the forward).
+ALU_MUL_FORWARD_DISTANCE = 3
+#: Cycles one step of an ALU wait costs: waits (:func:`alu_stalls`) are counted in cycles,
+#: w = 0 … D − 1 (``hw/alu.py`` asserts this is 1).
 ALU_STALL = 1
 
 
-def alu_stalls(dst, src=None):
-    """Which micro-ops of an ALU wait :data:`ALU_STALL` cycles: a boolean array over the
-    executions 1 … n − 1 (in loop order) of the index arrays ``dst`` and ``src`` (``src`` None:
-    immediate mode, which reads no src). Entry j − 1 is micro-op j against micro-op j − 1."""
-    ahead = dst[:-1]
-    hit = dst[1:] == ahead
+def alu_waits(dep1, dep2=None, mul: bool = False, prev_wait: int = 0) -> np.ndarray:
+    """The waits (cycles, int64) of consecutive ALU micro-op positions from their
+    dependences: ``dep1[i]``, ``dep2[i]`` whether position i depends on the micro-op one,
+    resp. two, ahead (``dep2`` is only read when ``mul``; None: no such dependence);
+    ``prev_wait`` the wait of the position before the first (0: it is micro-op 0).
+
+    w = max(0, D − 1 if dep1, D − 2 − w_prev if dep2), D = :data:`ALU_FORWARD_DISTANCE`
+    (:data:`ALU_MUL_FORWARD_DISTANCE` if ``mul``): D = 2 gives w = dep1; D = 3 gives 2 on
+    dep1, else 1 on dep2 after a position that did not wait, else 0. Vectorised: along a run
+    of dep2-only positions the waits alternate 1, 0, 1, … from the wait before the run."""
+    dep1 = np.asarray(dep1, dtype=bool)
+    d = ALU_MUL_FORWARD_DISTANCE if mul else ALU_FORWARD_DISTANCE
+    assert d in (2, 3)
+    w = dep1.astype(np.int64) * (d - 1)
+    if d == 3 and dep2 is not None:
+        only2 = np.flatnonzero(np.asarray(dep2, dtype=bool) & ~dep1)
+        if only2.size:
+            # Runs of consecutive dep2-only positions: their starts, and each one's start.
+            new = np.r_[True, np.diff(only2) != 1]
+            starts = only2[new]
+            before = np.where(starts > 0, w[np.maximum(starts - 1, 0)], prev_wait)
+            first = before == 0                        # the run's first position waits 1
+            run = np.cumsum(new) - 1
+            even = ((only2 - starts[run]) & 1) == 0
+            w[only2] = even == first[run]
+    return w
+
+
+def alu_stalls(dst, src=None, mul: bool = False) -> np.ndarray:
+    """The waits (cycles, int64 array of n − 1) of the micro-op executions 1 … n − 1 (in loop
+    order) of an ALU with index arrays ``dst`` and ``src`` (``src`` None: immediate mode,
+    which reads no src; ``mul``: the ALU is a MUL). Entry j − 1 is micro-op j, which issues
+    1 + w_j cycles after micro-op j − 1: the least wait keeping it
+    :data:`ALU_FORWARD_DISTANCE` (:data:`ALU_MUL_FORWARD_DISTANCE` for MUL) cycles behind each
+    of micro-ops j − 1 and j − 2 it depends on (its dst, or in vector mode its src, equals
+    their dst); see :func:`alu_waits`. Micro-ops of different instructions never wait."""
+    dst = np.asarray(dst)
+    if dst.size < 2:
+        return np.zeros(0, np.int64)
+    return alu_waits(*alu_dependences(dst, src, mul), mul)
+
+
+def alu_dependences(dst, src=None, mul: bool = False):
+    """``(dep1, dep2)`` over the executions 1 … n − 1 of ``dst``/``src`` (n ≥ 1): whether
+    each depends on the micro-op one, resp. two, ahead (its dst, or with ``src`` its src,
+    equals that one's dst); ``dep2`` None unless ``mul`` (only a MUL waits for it)."""
+    dst = np.asarray(dst)
+    dep1 = dst[1:] == dst[:-1]
     if src is not None:
-        hit |= src[1:] == ahead
-    return hit
+        src = np.asarray(src)
+        dep1 |= src[1:] == dst[:-1]
+    dep2 = None
+    if mul:
+        dep2 = np.zeros(max(dst.size - 1, 0), bool)
+        dep2[1:] = dst[2:] == dst[:-2]
+        if src is not None:
+            dep2[1:] |= src[2:] == dst[:-2]
+    return dep1, dep2
 
 #: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
 #: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).

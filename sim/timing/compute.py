@@ -1,9 +1,10 @@
 """The compute module (``hw/compute.py``): LOAD UOP/ACC/ACC_8BIT, GEMM, ALU and FINISH.
 
-The GEMM core (``hw/gemm.py``) never stalls and the tensor ALU (``hw/alu.py``) stalls only
-where its micro-op indices say (one reading the result of the one just ahead), both behind the
-micro-op loop (``hw/uop_loop.py``), so their timeline is known when they start: it is computed
-in closed form (:class:`UopRun`) instead of being shifted through pipeline registers.
+The GEMM core (``hw/gemm.py``) never stalls and the tensor ALU (``hw/alu.py``) waits only
+where its micro-op indices say (one reading the result of one just ahead of it:
+``isa.arch.alu_stalls``), both behind the micro-op loop (``hw/uop_loop.py``), so their
+timeline is known when they start: it is computed in closed form (:class:`UopRun`) instead
+of being shifted through pipeline registers.
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ from bisect import bisect_right
 import numpy as np
 
 from isa.arch import ALU_LATENCY, GEMM_LATENCY  # hw.gemm / hw.alu: issue to ACC write
-from isa.arch import alu_stalls
+from isa.arch import alu_dependences, alu_waits
 from isa.arch import elem_bytes
 from isa.config import VTAConfig
-from isa.encoding import MemType, Opcode
+from isa.encoding import AluOp, MemType, Opcode
 from isa.errors import ErrorCode
 
 from .common import ModuleBase, range_error
 from .dma import TensorLoader
 
 __all__ = ["ComputeModule", "UopRun", "GEMM_LATENCY", "ALU_LATENCY", "CHECK_STAGE",
-           "alu_stall_runs", "stall_runs"]
+           "alu_stall_runs", "stall_runs", "wait_runs"]
 
 #: Both pipelines check indices in S2: micro-op *j* of a start in *c* raises ``err`` in
 #: *c* + 1 + *j* + 2 (S0 micro-op read, S1 indices, S2 range check).
@@ -35,21 +36,22 @@ IDLE, LOADING, RUN, RETIRE = range(4)
 class UopRun:
     """The timeline of one GEMM/ALU started in cycle *c* with N micro-ops (``hw.gemm.GemmCore``,
     ``hw.alu.TensorAlu``): micro-op *j* issues in *c* + 1 + *j* + *s*(*j*) and writes in
-    *c* + 1 + *j* + *s*(*j*) + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``), where *s*(*j*) counts
-    the stalled micro-ops 1 … *j* (each waits ``ALU_STALL`` = 1 cycle; the GEMM has none),
-    given as ``stalls``: sorted, disjoint half-open runs [a, b) of positions ≥ 1.
-    ``busy`` lasts N + L + *s*(N − 1) cycles. If micro-op *j* has an index past its buffer,
-    ``err`` rises in *c* + 3 + *j* + *s*(*j* − 1) (its first S2 cycle), issue stops, and the
-    *j* micro-ops before it still complete.
+    *c* + 1 + *j* + *s*(*j*) + L (L = ``GEMM_LATENCY``, ``ALU_LATENCY``), where *s*(*j*) is the
+    total wait of micro-ops 1 … *j* (:func:`isa.arch.alu_stalls`; the GEMM has none), given as
+    ``stalls``: sorted, disjoint half-open runs (a, b, w) of positions a … b − 1 ≥ 1 that each
+    wait w ≥ 1 cycles (a pair (a, b) means w = 1). ``busy`` lasts N + L + *s*(N − 1) cycles.
+    If micro-op *j* has an index past its buffer, ``err`` rises in *c* + 3 + *j* + *s*(*j* − 1)
+    (its first S2 cycle), issue stops, and the *j* micro-ops before it still complete.
 
     ``uop_done`` pulses with the writes, kept as one group per stall run (memory O(runs), however
-    many micro-ops stall): a stall run [a, b) gives b − a − 1 lone pulses two cycles apart
-    (micro-ops a … b − 2, each after a gap), then a run of consecutive pulses from micro-op
-    b − 1 up to the next stall run. Group *g*: ``lo[g]`` its first pulse, ``lone[g]`` its
-    lone pulses, ``run_hi[g]`` its last pulse, ``before[g]`` the pulses before it.
+    many micro-ops stall): a stall run (a, b, w) gives b − a − 1 lone pulses w + 1 cycles apart
+    (micro-ops a … b − 2, each after a gap of w), then a run of consecutive pulses from
+    micro-op b − 1 up to the next stall run. Group *g*: ``lo[g]`` its first pulse, ``lone[g]``
+    its lone pulses, ``gap[g]`` their spacing (w + 1), ``run_hi[g]`` its last pulse,
+    ``before[g]`` the pulses before it.
     """
 
-    __slots__ = ("start", "busy_end", "err_at", "count", "gemm", "lo", "lone", "run_hi",
+    __slots__ = ("start", "busy_end", "err_at", "count", "gemm", "lo", "lone", "gap", "run_hi",
                  "before")
 
     def __init__(self, c: int, n: int, latency: int, bad: int | None, counts: bool,
@@ -57,8 +59,9 @@ class UopRun:
         self.start = c
         self.gemm = gemm
         done = n if bad is None else bad
-        runs = [(a, min(b, done)) for a, b in stalls if a < done]   # none behind the error
-        stalled = sum(b - a for a, b in runs)
+        runs = [(r[0], min(r[1], done), r[2] if len(r) > 2 else 1)
+                for r in stalls if r[0] < done]                      # none behind the error
+        stalled = sum((b - a) * w for a, b, w in runs)               # s(done - 1)
         if bad is None:
             self.err_at = -1
             self.busy_end = c + n + latency + stalled      # last busy cycle
@@ -66,19 +69,21 @@ class UopRun:
             self.err_at = c + 1 + bad + CHECK_STAGE + stalled
             self.busy_end = max(self.err_at, c + bad + latency + stalled if bad else 0)
         self.count = done if counts else 0
-        self.lo, self.lone, self.run_hi, self.before = [], [], [], []
+        self.lo, self.lone, self.gap, self.run_hi, self.before = [], [], [], [], []
         if self.count:
             first = c + 1 + latency                  # the first write
-            shift = 0                                # stalled micro-ops so far
+            shift = 0                                # total wait so far
             self.lo.append(first)
             self.lone.append(0)
+            self.gap.append(1)
             self.before.append(0)
-            for a, b in runs:
+            for a, b, w in runs:
                 self.run_hi.append(first + a - 1 + shift)     # micro-op a − 1
-                self.lo.append(first + a + shift + 1)
+                self.lo.append(first + a + shift + w)
                 self.lone.append(b - a - 1)
+                self.gap.append(w + 1)
                 self.before.append(a)
-                shift += b - a
+                shift += (b - a) * w
             self.run_hi.append(first + self.count - 1 + shift)
 
     def busy(self, t: int) -> bool:
@@ -94,17 +99,18 @@ class UopRun:
         if g < 0 or t > self.run_hi[g]:
             return False
         off = t - self.lo[g]
-        return off >= 2 * self.lone[g] or off % 2 == 0
+        gap = self.gap[g]
+        return off >= gap * self.lone[g] or off % gap == 0
 
     def _pulses_before(self, t: int) -> int:
         g = self._group(t - 1)
         if g < 0:
             return 0
         off = min(t - 1, self.run_hi[g]) - self.lo[g]
-        lone = self.lone[g]
-        if off < 2 * lone:
-            return self.before[g] + off // 2 + 1
-        return self.before[g] + lone + off - 2 * lone + 1
+        lone, gap = self.lone[g], self.gap[g]
+        if off < gap * lone:
+            return self.before[g] + off // gap + 1
+        return self.before[g] + lone + off - gap * lone + 1
 
     def done_pulses(self, t0: int, t1: int) -> int:
         """uop_done pulses in cycles [t0, t1)."""
@@ -113,13 +119,15 @@ class UopRun:
     def events(self, t: int) -> tuple:
         """Cycles around which the run's outputs change, for a jump from ``t`` on: ``err_at``,
         ``busy_end`` + 1 and the first cycle ≥ ``t`` in which ``uop_done`` changes (later
-        changes lie beyond it, so they bound no jump more): every cycle of a group's lone
-        pulses up to its run's first, then the cycle after its run."""
+        changes lie beyond it, so they bound no jump more): each lone pulse's cycle and the
+        one after it, the run's first cycle, then the cycle after its run."""
         g = self._group(t)
         if g < 0:
             nxt = self.lo[0] if self.lo else -1
-        elif t <= self.lo[g] + 2 * self.lone[g]:
-            nxt = t
+        elif t <= self.lo[g] + self.gap[g] * self.lone[g]:
+            off, gap = t - self.lo[g], self.gap[g]
+            r = off % gap
+            nxt = t if r <= 1 or off == gap * self.lone[g] else t + gap - r
         elif t <= self.run_hi[g] + 1:
             nxt = self.run_hi[g] + 1
         else:
@@ -127,47 +135,73 @@ class UopRun:
         return self.err_at, self.busy_end + 1, nxt
 
 
-def stall_runs(positions) -> list[tuple[int, int]]:
-    """Sorted positions as half-open runs [a, b) of consecutive ones."""
-    runs = []
-    for p in positions:
-        if runs and runs[-1][1] == p:
-            runs[-1] = (runs[-1][0], p + 1)
-        else:
-            runs.append((p, p + 1))
-    return runs
+def wait_runs(waits) -> list[tuple[int, int, int]]:
+    """Per-position waits as sorted runs (a, b, w) of consecutive positions a … b − 1 that each
+    wait w ≥ 1 cycles (split where w changes; positions waiting 0 are left out). ``waits``: a
+    mapping {position: wait}, or a 1-D sequence/array laid out like
+    :func:`isa.arch.alu_stalls` (entry j − 1 is the wait of position j)."""
+    if hasattr(waits, "items"):
+        pos = np.array(sorted(p for p, w in waits.items() if w), dtype=np.int64)
+        w = np.array([waits[p] for p in pos.tolist()], dtype=np.int64)
+    else:
+        arr = np.asarray(waits, dtype=np.int64).reshape(-1)
+        pos = np.flatnonzero(arr) + 1
+        w = arr[pos - 1]
+    return _runs(pos, w)
 
 
-def alu_stall_runs(semantics, insn, limit: int | None) -> list[tuple[int, int]]:
-    """Runs [a, b) of the positions (in loop order, below ``limit`` if given) of the micro-op
-    executions of an ALU that wait (:func:`isa.arch.alu_stalls`), from its micro-op indices
-    chunk by chunk: a few numbers per run, however many micro-ops stall (a huge loop on one
-    ACC entry stalls at every micro-op; bounded-memory fuzz test)."""
+def _runs(pos: np.ndarray, w: np.ndarray, base: int = 0) -> list[tuple[int, int, int]]:
+    """Runs (a, b, w) of sorted positions ``pos`` + ``base`` with waits ``w`` (all ≥ 1)."""
+    if not pos.size:
+        return []
+    cut = np.flatnonzero((np.diff(pos) != 1) | (np.diff(w) != 0)) + 1
+    lo = np.r_[0, cut]
+    hi = np.r_[cut, pos.size]
+    return list(zip((pos[lo] + base).tolist(), (pos[hi - 1] + base + 1).tolist(),
+                    w[lo].tolist()))
+
+
+def stall_runs(positions) -> list[tuple[int, int, int]]:
+    """Sorted positions, each waiting one cycle, as runs (a, b, 1) of consecutive ones."""
+    return wait_runs({int(p): 1 for p in positions})
+
+
+def alu_stall_runs(semantics, insn, limit: int | None) -> list[tuple[int, int, int]]:
+    """Runs (a, b, w) of the positions (in loop order, below ``limit`` if given) of the
+    micro-op executions of an ALU that wait w ≥ 1 cycles (:func:`isa.arch.alu_stalls`, MUL's
+    rule for a MUL), from its micro-op indices chunk by chunk, carrying the last two dsts and
+    the last wait across chunks: a few numbers per run, however many micro-ops wait (a huge
+    loop on one ACC entry waits at every micro-op; bounded-memory fuzz test)."""
+    mul = insn.alu_opcode == AluOp.MUL
     bases = semantics._uop_bases(insn)
-    runs, prev, pos = [], None, 0
+    runs: list[tuple[int, int, int]] = []
+    hist = np.zeros(0, np.int64)      # the dsts of the last (up to) two executions before
+    last_w, pos = 0, 0                # the wait of execution pos − 1; executions so far
     for dst, src, _ in semantics._uop_chunks(insn, bases, (True, not insn.use_imm, False)):
         if limit is not None and pos >= limit:
             break
-        if prev is not None:          # the chunk's first micro-op against the last one before
-            dst = np.concatenate((prev, dst))
-            src = None if src is None else np.concatenate((prev, src))
-            base = pos - 1
-        else:
-            base = 0
-        idx = np.flatnonzero(alu_stalls(dst, src)) + base + 1
-        if idx.size:
-            breaks = np.flatnonzero(np.diff(idx) != 1)
-            for a, b in zip(idx[np.r_[0, breaks + 1]].tolist(),
-                            (idx[np.r_[breaks, idx.size - 1]] + 1).tolist()):
-                if runs and runs[-1][1] == a:      # a run across the chunk boundary
-                    runs[-1] = (runs[-1][0], b)
-                else:
-                    runs.append((a, b))
-        pos = base + dst.size
-        prev = dst[-1:]
+        k = hist.size
+        cat = np.concatenate((hist, dst))
+        sc = None if src is None else np.concatenate((np.zeros(k, src.dtype), src))
+        dep1, dep2 = alu_dependences(cat, sc, mul)     # entry i − 1: position i of cat
+        if dep2 is not None:
+            dep2 = dep2[max(k - 1, 0):]
+        dep1 = dep1[max(k - 1, 0):]                # the chunk's executions, from position 1
+        w = alu_waits(dep1, dep2, mul, last_w)
+        first = pos if k else 1                    # the position of w[0]
+        if w.size:
+            last_w = int(w[-1])
+        nz = np.flatnonzero(w)
+        for a, b, ww in _runs(nz, w[nz], first):
+            if runs and runs[-1][1] == a and runs[-1][2] == ww:   # across the chunk boundary
+                runs[-1] = (runs[-1][0], b, ww)
+            else:
+                runs.append((a, b, ww))
+        pos += dst.size
+        hist = cat[-2:]
     semantics.executing = None
     if limit is not None:
-        runs = [(a, min(b, limit)) for a, b in runs if a < limit]
+        runs = [(a, min(b, limit), w) for a, b, w in runs if a < limit]
     return runs
 
 
@@ -198,7 +232,7 @@ class ComputeModule(ModuleBase):
         self.execute = execute
         self.semantics = semantics       # the functional simulator (micro-op indices)
         self.run = None                  # UopRun of the running GEMM/ALU
-        self._stall_cache = {}           # (ALU, its micro-ops) -> runs of stalled positions
+        self._stall_cache = {}           # (ALU, its micro-ops) -> runs of waiting positions
         self.start = None                # loader started this cycle
         self.go = None                   # what starts this cycle: "load", "run", "retire"
         self.finish = False
@@ -256,8 +290,9 @@ class ComputeModule(ModuleBase):
         """The first micro-op (in loop order) whose index is past its buffer, or None."""
         return self.semantics.first_bad(d.insn)     # from the loop bounds: bounded memory
 
-    def _stalls(self, d, bad: int | None) -> list[tuple[int, int]]:
-        """The ALU's runs of stalled micro-op positions (cached: programs repeat their ALUs)."""
+    def _stalls(self, d, bad: int | None) -> list[tuple[int, int, int]]:
+        """The ALU's runs (a, b, w) of waiting micro-op positions (cached: programs repeat
+        their ALUs)."""
         insn = d.insn
         sem = self.semantics
         key = (insn, sem.uop[insn.uop_bgn:insn.uop_end].tobytes())

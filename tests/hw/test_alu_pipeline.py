@@ -1,6 +1,7 @@
 """The tensor ALU pipeline on its own in Amaranth's simulator: sequential semantics at every
 read-after-write distance (the stalled one just ahead and those the forwarding covers), and the
-timing contract: one micro-op per cycle but a one-cycle wait for one reading its predecessor."""
+timing contract: one micro-op per cycle but a wait for one reading a micro-op fewer than two
+issue slots ahead (three in a MUL)."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from amaranth.lib.memory import Memory
 
 from hw.alu import TensorAlu
 from hw.fields import uop
-from isa.arch import ALU_LATENCY, ALU_STALL
+from isa.arch import ALU_LATENCY
 from isa.config import load_config
 from isa.encoding import AluOp
 from sim.functional import alu_op
@@ -70,15 +71,28 @@ def _reference(acc, uops, op, use_imm, imm, it):
     return acc
 
 
-def _expected_writes(uops, it, use_imm):
-    """Write cycles of a start in cycle 0: one per cycle from 1 + ALU_LATENCY, and a cycle later
-    for every micro-op (and all behind it) that reads the dst of the one just ahead (written
-    out here, not with isa.arch.alu_stalls, as the hardware's contract in docs/hardware.md §5)."""
-    ex = _executions(uops, it)
-    t, writes = 1 + ALU_LATENCY, []
+def _waits(ex, use_imm, mul):
+    """Cycles each execution waits (written out here, not with isa.arch.alu_stalls, as the
+    hardware's contract in docs/hardware.md §5): it issues two or more cycles after every
+    micro-op whose dst it reads (its dst, or in vector mode its src), three in a MUL."""
+    need = 3 if mul else 2
+    issue, waits = [], []
     for j, (d, s) in enumerate(ex):
-        if j and (d == ex[j - 1][0] or (not use_imm and s == ex[j - 1][0])):
-            t += ALU_STALL
+        t = issue[-1] + 1 if issue else 0
+        for k in range(max(0, j - 2), j):
+            if d == ex[k][0] or (not use_imm and s == ex[k][0]):
+                t = max(t, issue[k] + need)
+        waits.append(t - (issue[-1] + 1) if issue else 0)
+        issue.append(t)
+    return waits
+
+
+def _expected_writes(uops, it, use_imm, op):
+    """Write cycles of a start in cycle 0: one per cycle from 1 + ALU_LATENCY, later by the
+    waits (:func:`_waits`) of each micro-op and those before it."""
+    t, writes = 1 + ALU_LATENCY, []
+    for w in _waits(_executions(uops, it), use_imm, op == AluOp.MUL):
+        t += w
         writes.append(t)
         t += 1
     return writes
@@ -102,7 +116,7 @@ def _run(acc, uops, op, use_imm, imm, it, scramble=None):
         await ctx.tick()
         ctx.set(alu.start, 0)
         writes, busy = [], 0
-        for t in range(1, 2 * n + ALU_LATENCY + 4):
+        for t in range(1, 3 * n + ALU_LATENCY + 4):     # (a MUL waits up to 2 per micro-op)
             if scramble is not None:      # the instruction is held only until its start
                 ctx.set(Value.cast(alu.insn), int(scramble.integers(0, 1 << 62)))
             assert not ctx.get(alu.err)
@@ -114,7 +128,7 @@ def _run(acc, uops, op, use_imm, imm, it, scramble=None):
         log["acc"] = [ctx.get(dut.abuf.data[i]) for i in range(CFG.acc_depth)]
 
     simulate(dut, bench)
-    want = _expected_writes(uops, it, use_imm)
+    want = _expected_writes(uops, it, use_imm, op)
     assert log["writes"] == want
     assert log["busy"] == want[-1]       # busy from the first issue (cycle 1) to the last write
     return np.array([_unpack(w) for w in log["acc"]], np.int64)
@@ -128,7 +142,8 @@ NO_LOOP = ((1, 1), (0, 0, 0, 0))
 @pytest.mark.parametrize("op", list(AluOp))
 def test_read_after_write_at_every_distance(distance, op, use_imm):
     """Micro-op j reads (as dst, and in vector mode as src) what micro-op j − distance wrote:
-    distance 1 waits a cycle, 2–5 are forwarded, 6 is read from the buffer."""
+    distance 1 waits a cycle (MUL two), 2 is forwarded (MUL waits a cycle), 3–5 are
+    forwarded, 6 is read from the buffer."""
     rng = np.random.default_rng(distance * 10 + int(op) + 100 * use_imm)
     acc = rng.integers(-50, 50, (CFG.acc_depth, LANES), dtype=np.int64)
     # a chain: entry k+distance's dst and src are entry k's dst
@@ -151,7 +166,8 @@ def test_src_reading_the_dst_just_ahead_waits_in_vector_mode_only(op):
     acc = rng.integers(-20, 20, (CFG.acc_depth, LANES), dtype=np.int64)
     uops = [(k + 1, k) for k in range(10)]
     for use_imm in (0, 1):
-        assert len(_stalled(_executions(uops, NO_LOOP), use_imm)) == (0 if use_imm else 9)
+        waits = _waits(_executions(uops, NO_LOOP), use_imm, op == AluOp.MUL)
+        assert sum(waits) == (0 if use_imm else 9 * (2 if op == AluOp.MUL else 1))
         want = _reference(acc, uops, op, use_imm, 2, NO_LOOP)
         assert np.array_equal(_run(acc, uops, op, use_imm, 2, NO_LOOP), want)
 
@@ -198,19 +214,14 @@ def test_mul_wraps_at_every_distance(distance, use_imm):
     assert np.array_equal(_run(acc, uops, AluOp.MUL, use_imm, imm, NO_LOOP), want)
 
 
-def _stalled(ex, use_imm):
-    """Positions that wait: dst (or, in vector mode, src) equal to the dst just ahead."""
-    return [j for j in range(1, len(ex))
-            if ex[j][0] == ex[j - 1][0] or (not use_imm and ex[j][1] == ex[j - 1][0])]
-
-
+@pytest.mark.parametrize("op", [AluOp.ADD, AluOp.MUL])
 @pytest.mark.parametrize("last", [(27, 2), (0, 2)])
-def test_error_after_stalls_matches_the_cycle_model(last):
+def test_error_after_stalls_matches_the_cycle_model(last, op):
     """A bad dst (the second outer iteration's, past the ACC depth) behind stalled micro-ops:
     ``err`` in the bad micro-op's first S2 cycle, the micro-ops before it all written, busy as
     :class:`sim.timing.compute.UopRun` says. With ``last`` = (0, 2) the bad index's low bits
     equal the dst just ahead, so the stall and the error meet in one cycle."""
-    from sim.timing.compute import UopRun, stall_runs
+    from sim.timing.compute import UopRun, wait_runs
     uops = [(3, 1), (3, 3), (5, 3), (5, 5), last]
     it = ((2, 1), (125, 0, 0, 0))
     ex = _executions(uops, it)
@@ -222,7 +233,7 @@ def test_error_after_stalls_matches_the_cycle_model(last):
 
     async def bench(ctx):
         for f, v in dict(uop_bgn=0, uop_end=len(uops), iter_out=2, iter_in=1,
-                         dst_factor_out=125, alu_opcode=AluOp.ADD, use_imm=0).items():
+                         dst_factor_out=125, alu_opcode=op, use_imm=0).items():
             ctx.set(getattr(alu.insn, f), v)
         await ctx.tick()        # the instruction is there a cycle before its start (UopLoop)
         ctx.set(alu.start, 1)
@@ -237,7 +248,8 @@ def test_error_after_stalls_matches_the_cycle_model(last):
             await ctx.tick()
 
     simulate(dut, bench)
-    run = UopRun(0, len(ex), ALU_LATENCY, bad, True, False, stall_runs(_stalled(ex, False)))
+    waits = _waits(ex, False, op == AluOp.MUL)
+    run = UopRun(0, len(ex), ALU_LATENCY, bad, True, False, wait_runs(dict(enumerate(waits))))
     assert log["err"] == [run.err_at]
     assert log["busy"] == run.busy_end
     assert log["writes"] == [t for t in range(40) if run.done(t)]
