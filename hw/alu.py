@@ -275,8 +275,22 @@ class TensorAlu(wiring.Component):
         # (S3 moves on to S4 as S1 moves to S2), and in a stalled cycle S2's held indices
         # against S3's dst — the writer just ahead moves on to S4 while the reader stays, so
         # it waits a second cycle; the bubble behind it ends that.
-        reads_ahead = (sum_d[:L] == d2[:L]) | (~use_imm & (sum_s[:L] == d2[:L]))
-        reads_ahead2 = (sum_d[:L] == self._d[3]) | (~use_imm & (sum_s[:L] == self._d[3]))
+        # The compares of S1's sums skip S1's adders: (field + offset)[:L] == x exactly when
+        # field[:L] == (x − offset)[:L], and the differences come from registers beside the
+        # ALU while the micro-op word ``u`` crosses from the UOP buffer, so ``u`` meets only
+        # an equality (Fmax: ``u`` → the index adder's carry chain → the compares → the stall
+        # register was ecp5-large's worst path at a 100 MHz target, 11.2 ns; §12 session 16).
+        u_dst, u_src = Signal(L), Signal(L)
+        m.d.comb += [u_dst.eq(u.dst), u_src.eq(u.src)]
+
+        def reads(x, tag):
+            # S1's micro-op reads the entry ``x``: its dst, or in vector mode its src
+            to_d, to_s = Signal(L, name=f"{tag}_less_d1"), Signal(L, name=f"{tag}_less_s1")
+            m.d.comb += [to_d.eq(x - d1), to_s.eq(x - s1)]
+            return (u_dst == to_d) | (~use_imm & (u_src == to_s))
+
+        reads_ahead = reads(d2, "d2")
+        reads_ahead2 = reads(self._d[3], "d3")
         held_reads_ahead = (d2 == self._d[3]) | (~use_imm & (s2 == self._d[3]))
         m.d.sync += stall.eq(Mux(stall, is_mul & v[3] & held_reads_ahead,
                                  v[1] & ((v[2] & ~bad & reads_ahead)
