@@ -6,7 +6,7 @@ from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from isa.arch import ALU_LATENCY, ALU_STALL  # issue to ACC write; the RAW wait (hw contract)
+from isa.arch import ALU_LATENCY  # issue to ACC write (hw contract)
 from isa.config import VTAConfig
 from isa.encoding import AluOp
 
@@ -14,14 +14,11 @@ from .fields import alu_insn, uop
 from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "ALU_STALL", "OP_FLAGS", "PICKS",
+__all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "OP_FLAGS", "PICKS",
            "mul_join", "lane_picked", "lane_combine", "lane_result", "op_flags",
            "one_hot"]
 
 # The stall below holds S0–S2 for exactly one cycle.
-assert ALU_STALL == 1
-
-
 def one_hot(width: int, choices):
     """The OR of the ``width``-bit values whose select is high (``choices``: (select, value)
     pairs; at most one select high, each a register): a balanced tree, two LUT levels for four
@@ -283,15 +280,18 @@ class TensorAlu(wiring.Component):
         u_dst, u_src = Signal(L), Signal(L)
         m.d.comb += [u_dst.eq(u.dst), u_src.eq(u.src)]
 
-        def reads(x, tag):
-            # S1's micro-op reads the entry ``x``: its dst, or in vector mode its src
+        def reads(dst_hit, src_hit):
+            # a micro-op reads an entry: its dst, or in vector mode its src, is that entry
+            return dst_hit | (~use_imm & src_hit)
+
+        def s1_reads(x, tag):
             to_d, to_s = Signal(L, name=f"{tag}_less_d1"), Signal(L, name=f"{tag}_less_s1")
             m.d.comb += [to_d.eq(x - d1), to_s.eq(x - s1)]
-            return (u_dst == to_d) | (~use_imm & (u_src == to_s))
+            return reads(u_dst == to_d, u_src == to_s)
 
-        reads_ahead = reads(d2, "d2")
-        reads_ahead2 = reads(self._d[3], "d3")
-        held_reads_ahead = (d2 == self._d[3]) | (~use_imm & (s2 == self._d[3]))
+        reads_ahead = s1_reads(d2, "d2")
+        reads_ahead2 = s1_reads(self._d[3], "d3")
+        held_reads_ahead = reads(d2 == self._d[3], s2 == self._d[3])
         m.d.sync += stall.eq(Mux(stall, is_mul & v[3] & held_reads_ahead,
                                  v[1] & ((v[2] & ~bad & reads_ahead)
                                          | (is_mul & v[3] & reads_ahead2))))

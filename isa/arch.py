@@ -22,7 +22,7 @@ __all__ = ["Opcode", "MemType", "AluOp", "STAGES", "STAGE_NUMBERS", "TOKEN_QUEUE
            "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "queue_between", "pop_flag", "push_flag",
            "MODULE_OF", "LOAD_STAGE_MEMTYPES", "stage_of_load", "module_of", "elem_bytes",
            "GEMM_LATENCY", "ALU_LATENCY", "ALU_FORWARD_DISTANCE", "ALU_MUL_FORWARD_DISTANCE",
-           "ALU_STALL", "alu_waits", "alu_dependences", "alu_stalls", "RANGE_CHECK_STAGES",
+           "alu_waits", "alu_dependences", "alu_stalls", "RANGE_CHECK_STAGES",
            "HEAD_SETTLE", "COUNTERS", "FUNCTIONAL_COUNTERS"]
 
 
@@ -155,9 +155,6 @@ ALU_FORWARD_DISTANCE = 2
 #: join two stages ahead was the core's critical path on ECP5; a MUL reader is three issue
 #: slots behind its producer instead (one more register before the forward).
 ALU_MUL_FORWARD_DISTANCE = 3
-#: Cycles one step of an ALU wait costs: waits (:func:`alu_stalls`) are counted in cycles,
-#: w = 0 … D − 1 (``hw/alu.py`` asserts this is 1).
-ALU_STALL = 1
 
 
 def alu_waits(dep1, dep2=None, mul: bool = False, prev_wait: int = 0) -> np.ndarray:
