@@ -14,7 +14,7 @@ from .fields import alu_insn, uop
 from .dsp import RegisteredProduct
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "OP_FLAGS", "PICKS",
+__all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "OP_FLAGS", "PICKS", "FORWARDS",
            "mul_join", "lane_picked", "lane_combine", "lane_result", "op_flags",
            "one_hot"]
 
@@ -50,6 +50,9 @@ OP_FLAGS = ("add", "shr", "mul", "minmax", "max")
 #: (ADD), ``sh`` (SHR below the width), ``sign`` (SHR right by the width or more); none for a
 #: far left SHR (0) or MUL (the join, chosen by the instruction's MUL flag).
 PICKS = ("a", "b", "sum", "sh", "sign")
+#: S4's forwards, newest first: the micro-op two stages ahead (S6's pick), three (S7's
+#: result), four (the result register, being written), five and six (the last two writes).
+FORWARDS = ("s6", "s7", "r8", "last", "last2")
 
 
 def op_flags(op):
@@ -163,24 +166,26 @@ class TensorAlu(wiring.Component):
 
     ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*) → micro-op *j* issued
     in *c* + 1 + *j* + *s*(*j*), writes ACC[dst] in *c* + 1 + *j* + *s*(*j*) +
-    ``ALU_LATENCY`` (7), where *s*(*j*) is the sum of the waits of micro-ops 1 … *j*;
-    ``busy`` lasts N + 7 + *s*(N − 1) cycles. Pipeline: S0
+    ``ALU_LATENCY`` (8), where *s*(*j*) is the sum of the waits of micro-ops 1 … *j*;
+    ``busy`` lasts N + 8 + *s*(N − 1) cycles. Pipeline: S0
     micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
     index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
-    ``err``, the forward compares (against S4–S7) into registers; S3 the block RAMs' data
-    registered, the operand selects registered (which micro-op ahead, now in S5–S7 or the last
+    ``err``, the forward compares (against S4–S8) into registers; S3 the block RAMs' data
+    registered, the operand selects registered (which micro-op ahead, now in S5–S8 or the last
     write, writes the entry); S4 operands registered (data or forwarded, the immediate folded
     in); S5 BATCH × BLOCK_OUT lanes compute a + b, SHR's shift, MIN/MAX's compare and SHR's
-    far tests (as a one-hot pick of the result), and MUL's partial products of 16-bit halves,
-    into registers straight from the operand registers; S6 MUL's halves joined or the pick,
-    every op's result into a register; S7 write. ``busy``, ``err`` and the stall
+    far tests (as a one-hot pick of the result) into registers, and MUL's multipliers load
+    the operands into their input registers; S6 the pick, and MUL's partial products of
+    16-bit halves, into registers; S7 MUL's halves joined, every op's result into a
+    register; S8 write. ``busy``, ``err`` and the stall
     (``UopLoop.hold``) are registers loaded with their next values. A stalled micro-op stays
     in S2 a cycle more (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
-    producer is always two or more stages ahead of its reader: S4 forwards from S6's pick
-    (two ahead; never a MUL's join), the result register (three) and the last two writes
-    (four, five); the S2 read sees everything older. No op
-    shares a cycle with a forward of its own result, and no block-RAM output feeds logic
-    before a register. Vector mode runs at the same rate because the ACC buffer has a second
+    producer is always two or more stages ahead of its reader: S4 forwards (:data:`FORWARDS`)
+    from S6's pick (two ahead; never a MUL, three or more behind), S7's result (three), the
+    result register (four) and the last two writes (five, six); the S2 read sees everything
+    older. No op shares a cycle with a forward of its own result, no block-RAM output feeds
+    logic before a register, and the operand select ends in fabric registers (the DSPs load
+    from them a cycle later). Vector mode runs at the same rate because the ACC buffer has a second
     read port for src (on an FPGA: a copy of the ACC buffer). An index past the ACC depth
     (src only in vector mode) raises ``err`` in S2 (in the micro-op's first S2 cycle).
     """
@@ -214,20 +219,20 @@ class TensorAlu(wiring.Component):
             m.d.sync += [ops.eq(op_flags(insn.alu_opcode)), use_imm.eq(insn.use_imm),
                          imm.eq(insn.imm)]
         L = cfg.log_acc_depth
-        self._v = {k: Signal(name=f"v{k}") for k in range(1, 8)}
-        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, 8)}
+        self._v = {k: Signal(name=f"v{k}") for k in range(1, ALU_LATENCY + 1)}
+        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, ALU_LATENCY + 1)}
         is_mul = ops[OP_FLAGS.index("mul")]
         self._d2, self._s2, bad = self._front(m, loop, use_imm, is_mul)
         sel = self._selects(m, use_imm)
-        r7 = self._back(m, sel, ops, use_imm, imm)
-        v, d = self._v, self._d
-        m.d.comb += [self.acc_waddr.eq(d[7]), self.acc_wdata.eq(r7), self.acc_wen.eq(v[7]),
-                     self.uop_done.eq(v[7])]
+        r8 = self._back(m, sel, ops, use_imm, imm)
+        v, d, w = self._v, self._d, ALU_LATENCY
+        m.d.comb += [self.acc_waddr.eq(d[w]), self.acc_wdata.eq(r8), self.acc_wen.eq(v[w]),
+                     self.uop_done.eq(v[w])]
         # busy (loop.valid or any stage valid) as a register loaded with its next value: the
         # loop runs after a start, each stage's valid is the one before it (or, stalled, its
         # own) unless an error clears S0–S2
         m.d.sync += self.busy.eq(self.start | ((loop.valid | v[1] | v[2]) & ~self.err)
-                                 | v[3] | v[4] | v[5] | v[6])
+                                 | Cat(*(v[k] for k in range(3, w))).any())
         return m
 
     def _front(self, m, loop, use_imm, is_mul):
@@ -301,20 +306,19 @@ class TensorAlu(wiring.Component):
 
     def _selects(self, m, use_imm):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
-        the newest of the micro-ops now in S5, S6, S7 and the last write (in S4's cycle two,
-        three, four and five stages ahead: S6's join, the result register, the last write,
+        the newest of the micro-ops now in S6, S7, S8 and the last two writes (in S4's cycle
+        two to six stages ahead: S6's pick, S7's result, the result register, the last write,
         the one before it) that writes the entry, else the block RAM's data (``ram``); b is
         the immediate (``imm``) in immediate mode. The one just ahead never writes it (the
-        stall; in a MUL neither does the one two ahead, so ``join`` never selects a MUL's
-        join)."""
+        stall; in a MUL neither does the one two ahead, whose product is not yet made, so
+        ``s6`` never selects a MUL)."""
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
-        self._last_valid, self._last_addr = Signal(), Signal(L)
-        # The index compares a cycle ahead, registered: S3's indices are S2's of the cycle
-        # before (d3, s3 follow d2, s2 in every cycle) and the stages from S4 on never hold,
-        # so what is in S5, S6, S7 and the last write then was in S4, S5, S6 and S7.
-        before = [(v[4], d[4]), (v[5], d[5]), (v[6], d[6]), (v[7], d[7])]
-        names = ("join", "r7", "last", "last2", "ram")
+        # The index compares two cycles ahead, registered twice: S2's indices against S4–S8,
+        # whose micro-ops are two stages further on when the reader reaches S4 (the stages
+        # from S3 on never hold; a stalled reader repeats its compares).
+        before = [(v[k], d[k]) for k in range(4, 9)]
+        names = FORWARDS + ("ram",)
         sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
                for side in "ab"}
         for side, idx, off in (("a", self._d2, C(0, 1)), ("b", self._s2, use_imm)):
@@ -328,59 +332,53 @@ class TensorAlu(wiring.Component):
         return sel
 
     def _back(self, m, sel, ops, use_imm, imm):
-        """S3 ACC data registered → S4 operands → S5 lanes → S6 join → S7 write; returns S7's
-        result register. S4's operands: by S3's selects, the data or a forward (S6's join,
-        the result register, the last two writes) or the immediate."""
+        """S3 ACC data registered → S4 operands → S5 lanes → S6 MUL's products and the pick →
+        S7 join → S8 write; returns S8's result register. S4's operands: by S3's selects, the
+        data or a forward (S6's pick, S7's result, the result register, the last two writes)
+        or the immediate."""
         cfg = self._cfg
         v, d = self._v, self._d
         lanes = cfg.batch * cfg.block_out
         bits = cfg.acc_elem_bits
-        r7, last_data, last2_data = (Signal(bits, name=n) for n in ("r7", "last_data",
+        r8, last_data, last2_data = (Signal(bits, name=n) for n in ("r8", "last_data",
                                                                     "last2_data"))
         ram_a, ram_b = Signal(bits, name="ram_a4"), Signal(bits, name="ram_b4")
         # S3: the block RAMs' outputs straight into registers
         m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
-        a5, b5 = Signal(bits), Signal(bits)
-        # S4's operands as chosen (the registers' inputs): MUL's multipliers register them in
-        # their own input registers (hw.dsp, ``register="inputs"``)
-        op_a, op_b = Signal(bits, name="op_a4"), Signal(bits, name="op_b4")
-        r6, r6_pick = self._lanes(m, ops, a5, b5, op_a, op_b)
+        a5, b5 = Signal(bits, name="a5"), Signal(bits, name="b5")
+        s6_pick, s7 = self._lanes(m, ops, a5, b5)
 
         def operand(side, ram, extra=()):
-            # S6's result is the deep choice (the lanes' second stage): the picked result
-            # alone (0 for MUL), whose reader is never two behind (the stall): MUL's join,
-            # after its carry chain, stays off the route to the multipliers' input registers
-            # in the fixed DSP columns (Fmax: the core's slowest paths on ecp5-large,
-            # docs/hardware.md §12 session 16)
+            # S6's pick is the deep choice (the lanes' second stage, 0 for MUL, whose reader
+            # is never two behind: the stall), S7's result (MUL's join after its carry chain)
+            # the next; the operands go into fabric registers only (the multipliers load
+            # theirs from a5/b5 a cycle later, Fmax: docs/hardware.md §12 session 17)
             s = sel[side]
-            return one_hot(bits, [(s["r7"], r7), (s["last"], last_data),
+            return one_hot(bits, [(s["r8"], r8), (s["last"], last_data),
                                   (s["last2"], last2_data), (s["ram"], ram), *extra,
-                                  (s["join"], r6_pick)])
+                                  (s["s7"], s7), (s["s6"], s6_pick)])
 
-        m.d.comb += [op_a.eq(operand("a", ram_a)),
-                     op_b.eq(operand("b", ram_b, [(sel["b"]["imm"],
-                                                   imm.as_unsigned().replicate(lanes))]))]
-        m.d.sync += [v[4].eq(v[3]), d[4].eq(d[3]), a5.eq(op_a), b5.eq(op_b)]
-        m.d.sync += [v[5].eq(v[4]), d[5].eq(d[4]), v[6].eq(v[5]), d[6].eq(d[5]),
-                     v[7].eq(v[6]), d[7].eq(d[6]), r7.eq(r6)]
-        # S7 writes r7; the last two writes are kept for the S4 of five and six behind.
-        m.d.sync += [self._last_valid.eq(v[7]), self._last_addr.eq(d[7]),
-                     last_data.eq(r7), last2_data.eq(last_data)]
-        return r7
+        m.d.sync += [a5.eq(operand("a", ram_a)),
+                     b5.eq(operand("b", ram_b, [(sel["b"]["imm"],
+                                                 imm.as_unsigned().replicate(lanes))]))]
+        for k in range(4, ALU_LATENCY + 1):
+            m.d.sync += [v[k].eq(v[k - 1]), d[k].eq(d[k - 1])]
+        # S8 writes r8; the last two writes are kept for the S4 of five and six behind.
+        m.d.sync += [r8.eq(s7), last_data.eq(r8), last2_data.eq(last_data)]
+        return r8
 
-    def _lanes(self, m, ops, a5, b5, op_a, op_b):
+    def _lanes(self, m, ops, a5, b5):
         """S5: BATCH × BLOCK_OUT lanes on the operand registers; their outputs (a + b, SHR's
-        shift, the one-hot pick, MUL's three partial products, each a multiplier's output
-        straight into a register) and the operands registered; S6: :func:`lane_result`. The
-        multipliers hold their own copies of the operands (``op_a``/``op_b``, the inputs of
-        ``a5``/``b5``) in their input registers.
-        Returns S6's result (combinational: the result register's input) and its part for
-        S4's two-ahead forward, the picked result (0 for MUL: never forwarded), so the
-        multiply's halves, and the compare and its select, sit in two cycles and every op
-        takes both. ``ops`` (:func:`op_flags`) is constant through an
-        instruction."""
+        shift, the one-hot pick) and the operands registered, and MUL's multipliers load the
+        operands into their input registers; S6: :func:`lane_picked` into a register, MUL's
+        three partial products (each a multiplier's output) into registers; S7:
+        :func:`lane_combine` of the two (the join after its carry chain).
+        Returns S6's pick (combinational, for S4's two-ahead forward; 0 for MUL, never
+        forwarded) and S7's result (combinational: the result register's input, and S4's
+        three-ahead forward), so the multiply's halves, the compare and its select, and the
+        join each sit in a cycle of their own and every op takes all of them. ``ops``
+        (:func:`op_flags`) is constant through an instruction."""
         aw = self._cfg.acc_width
-        r6 = Signal(len(a5))
         a6, b6 = Signal(len(a5)), Signal(len(a5))
         m.d.sync += [a6.eq(a5), b6.eq(b5)]
         picked, joined = [], []
@@ -392,14 +390,14 @@ class TensorAlu(wiring.Component):
             sum6, sh6 = Signal(aw, name=f"sum6_{i}"), Signal(aw, name=f"sh6_{i}")
             pick6 = Signal(len(PICKS), name=f"pick6_{i}")
             m.d.sync += [sum6.eq(lane.total), sh6.eq(lane.shifted), pick6.eq(lane.pick)]
-            # MUL's partial products: each multiplier registers the lane's operands in its
-            # input registers (loaded with a5/b5's inputs, so it holds a5/b5's values) and its
-            # product goes into a fabric register beside the join's adder. Neither route to
-            # and from the fixed DSP row shares a cycle with the multiply's other side (Fmax,
-            # docs/hardware.md §12 step 31: a5/b5 → block → fabric register was both seeds'
-            # worst path with the register after the block)
+            # MUL's partial products: each multiplier loads the lane's operand registers into
+            # its own input registers (S6) and its product goes into a fabric register beside
+            # the join's adder (S7). The operand select before a5/b5 ends in fabric registers,
+            # the route to the fixed DSP row is a cycle of its own, and so is the route back
+            # (Fmax: S3's data → the select → the DSP's input registers was ecp5-large's
+            # largest group of slow paths at a 100 MHz target, §12 session 16)
             prods = {}
-            for name, (x, y, bits) in mul_operands(op_a[sl], op_b[sl], aw).items():
+            for name, (x, y, bits) in mul_operands(a5[sl], b5[sl], aw).items():
                 mul = RegisteredProduct(len(x), len(y), bits, is_signed=False,
                                         register="inputs")
                 m.submodules[f"{name}{i}"] = mul
@@ -408,8 +406,9 @@ class TensorAlu(wiring.Component):
                 m.d.sync += prods[name].eq(mul.p)
             picked.append(lane_picked(a6[sl], b6[sl], sum6, sh6, pick6, aw))
             joined.append(mul_join(prods["p_lo"], prods["p_hl"], prods["p_lh"], aw))
-        r6_pick, r6_join = Signal(len(a5)), Signal(len(a5))
+        s6_pick, pick7, s7 = Signal(len(a5)), Signal(len(a5)), Signal(len(a5))
         is_mul = ops[OP_FLAGS.index("mul")]
-        m.d.comb += [r6_pick.eq(Cat(*picked)), r6_join.eq(Cat(*joined)),
-                     r6.eq(lane_combine(is_mul, r6_pick, r6_join))]
-        return r6, r6_pick
+        m.d.comb += [s6_pick.eq(Cat(*picked)),
+                     s7.eq(lane_combine(is_mul, pick7, Cat(*joined)))]
+        m.d.sync += pick7.eq(s6_pick)
+        return s6_pick, s7

@@ -212,8 +212,14 @@ class VTACore(wiring.Component):
         # error), so each pair follows its own candidate: no choice by ``fetch.err`` before
         # the registers (Fmax).
         with m.If(~fetch_err & ~core_err_latched):
-            m.d.sync += [fetch_code.eq(fetch.err_code), fetch_index.eq(fetch.err_index),
-                         core_code_held.eq(core_code), core_index_held.eq(core_index)]
+            m.d.sync += [fetch_code.eq(fetch.err_code), fetch_index.eq(fetch.err_index)]
+        # The core's pair is the candidate of the cycle before (``_stuck``), so it follows a
+        # cycle longer: the one loaded in the cycle after the latch describes the latching
+        # cycle. Nothing reads it before ``done``, two cycles later at the earliest.
+        core_err_before = Signal()      # ``core_err_latched`` of the cycle before
+        m.d.sync += core_err_before.eq(core_err_latched)
+        with m.If(~fetch_err & ~core_err_before):
+            m.d.sync += [core_code_held.eq(core_code), core_index_held.eq(core_index)]
 
         # (A FINISH that retires with a module error in the same cycle sets ``finish_seen``
         # too, but that error is ``mod_err`` from the next cycle on, which keeps ``end`` low:
@@ -273,11 +279,14 @@ class VTACore(wiring.Component):
         return mod_err, code_now, index_now, any_err
 
     def _stuck(self, m, fetch, modules, queues):
-        """Deadlock / missing FINISH, combinationally from this cycle's state: (error?, code,
-        index). Nothing can move any more: fetch is quiet and every module idle with an empty
+        """Deadlock / missing FINISH: (error?, code, index), the error combinationally from
+        this cycle's state, its code and index from the cycle before's (registered inputs, so
+        the head indices' compares and ``insn_count − 1`` end in registers: Fmax, §12 session
+        17). Nothing can move any more: fetch is quiet and every module idle with an empty
         queue or blocked on a token. MISSING_FINISH (index ``insn_count − 1``) when all is
         dispatched and empty, else DEADLOCK at the lowest blocked instruction index. The core
-        latches it at the end of the cycle (``_control``)."""
+        latches the error at the end of the cycle, its code and index a cycle later
+        (``_control``)."""
         # (The core reads ``stuck`` only while the modules' halt is low, where a module's
         # ``blocked`` is its register ``stopped``: one LUT level less, Fmax.)
         empty = [mod.idle & q.empty for mod, q in zip(modules, queues)]
@@ -286,20 +295,29 @@ class VTACore(wiring.Component):
         all_empty = Signal()
         m.d.comb += [all_quiet.eq(fetch.quiet & quiet[0] & quiet[1] & quiet[2]),
                      all_empty.eq(empty[0] & empty[1] & empty[2])]
-        take = self._lowest(m, [mod.stopped for mod in modules],
-                            [mod.head.index for mod in modules], "blocked")
+        # the cycle before's flags, head indices and ``all_empty & all_dispatched``; the
+        # compares registered by ``_lowest`` from the same cycle's indices
+        stopped = [Signal(name=f"stopped_before_{i}") for i in range(len(modules))]
+        heads = [Signal(INDEX_BITS, name=f"head_index_before_{i}") for i in range(len(modules))]
+        finished, last_index = Signal(), Signal(INDEX_BITS)
+        m.d.sync += [*(s.eq(mod.stopped) for s, mod in zip(stopped, modules)),
+                     *(h.eq(mod.head.index) for h, mod in zip(heads, modules)),
+                     finished.eq(all_empty & fetch.all_dispatched),
+                     last_index.eq(self.insn_count - 1)]
+        take = self._lowest(m, stopped, [mod.head.index for mod in modules], "blocked",
+                            registered=True)
         lowest = Signal(INDEX_BITS)
         m.d.comb += lowest.eq((1 << INDEX_BITS) - 1)      # none blocked: all ones
-        for t, mod in zip(take, modules):
+        for t, h in zip(take, heads):
             with m.If(t):
-                m.d.comb += lowest.eq(mod.head.index)
+                m.d.comb += lowest.eq(h)
         stuck = Signal()
         code = Signal(ERR_BITS)
         index = Signal(INDEX_BITS)
         # (``fetch.quiet`` excludes ``fetch.err``: nothing is dispatched and nothing fails)
         m.d.comb += stuck.eq(all_quiet)
-        with m.If(all_empty & fetch.all_dispatched):
-            m.d.comb += [code.eq(ErrorCode.MISSING_FINISH), index.eq(self.insn_count - 1)]
+        with m.If(finished):
+            m.d.comb += [code.eq(ErrorCode.MISSING_FINISH), index.eq(last_index)]
         with m.Else():
             m.d.comb += [code.eq(ErrorCode.DEADLOCK), index.eq(lowest)]
         return stuck, code, index

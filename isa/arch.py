@@ -142,10 +142,11 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 GEMM_LATENCY = 8
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
 #: S1 indices, S2 check and ACC reads, S3 the block RAMs' data registered, S4 operands
-#: registered, S5 lanes (MUL: partial products of 16-bit halves) into registers, S6 MUL's
-#: halves joined into the result register, S7 write (every op takes both stages, so results
-#: come in order).
-ALU_LATENCY = 7
+#: registered, S5 lanes into registers and MUL's operands into the multipliers' input
+#: registers, S6 the pick and MUL's partial products of 16-bit halves into registers, S7
+#: MUL's halves joined, every op's result into the result register, S8 write (every op takes
+#: every stage, so results come in order).
+ALU_LATENCY = 8
 #: Minimum issue distance, in cycles, from an ALU micro-op to one that depends on it (reads
 #: the accumulator entry it writes: its dst, or in vector mode its src, equals that one's dst;
 #: ``hw/alu.py``, S2): the reader takes its operand from the result's join two stages ahead, so
@@ -216,9 +217,10 @@ def alu_dependences(dst, src=None, mul: bool = False):
             dep2[1:] |= src[2:] == dst[:-2]
     return dep1, dep2
 
-#: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, products,
-#: end sums and compares — the check left the start cycle's critical path (docs/hardware.md).
-RANGE_CHECK_STAGES = 3
+#: Registered stages of the LOAD/STORE range check (``hw/extent.py``): pad sums, the
+#: multipliers' input registers, products, compares — the check left the start cycle's
+#: critical path (docs/hardware.md).
+RANGE_CHECK_STAGES = 4
 #: Cycles an entry sits at the head of its command queue before the module sees it
 #: (``hw/queues.py``): the head register, then the range-check stages.
 HEAD_SETTLE = 1 + RANGE_CHECK_STAGES
