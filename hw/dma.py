@@ -733,11 +733,20 @@ class TensorLoader(wiring.Component):
             with m.Else():
                 next_row()
 
+        # The instruction through a copy of its own, loaded in every cycle: IDLE's registers
+        # load from it beside this loader, and the queue head (the module's, read by every
+        # unit and its range checks across the die) ends in one flip-flop per loader (Fmax:
+        # the head → the ACC_8BIT loader's ``insn``/``sram_addr`` were 31 endpoints at
+        # 10.7–10.9 ns on ecp5-large at a 100 MHz target, docs/hardware.md §12 session 17).
+        # The fields are held from c − PREPARE_CYCLES (as the reader needs), so the copy in
+        # c − 1 and IDLE's registers loaded from it in c are the start's fields.
+        held = Signal(mem_insn())
+        m.d.sync += held.eq(self.insn)
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 # taken in every idle cycle, not only with `start`: the start condition
                 # then drives the state alone, not these registers' enables (Fmax)
-                f = self.insn
+                f = held
                 # (row 0's flags from the registers loaded the cycle before: the head sits
                 # there PREPARE_CYCLES cycles before ``start``)
                 m.d.sync += [insn.eq(f), nr.eq(1), sram_addr.eq(f.sram_base),

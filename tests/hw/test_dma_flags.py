@@ -127,7 +127,16 @@ def test_tensor_loader_flags_follow_their_definitions_and_rows_are_padded(pads):
     seen = set()
     writes = {}
 
+    rng = random.Random(sum(pads))
+    bits = len(dut.insn.as_value())
+
     async def bench(ctx):
+        # other instructions before the fields' window (a queue head that changed) and
+        # random bits after the start: the loader reads ``insn`` only from
+        # c − PREPARE_CYCLES to c (its own copy, then IDLE's registers)
+        for _ in range(3):
+            ctx.set(dut.insn.as_value(), rng.getrandbits(bits))
+            await ctx.tick()
         ctx.set(dut.insn, {"dram_base": base, "sram_base": sram, "x_size": xs, "y_size": ys,
                            "x_stride": stride, "x_pad_0": xp0, "x_pad_1": xp1,
                            "y_pad_0": yp0, "y_pad_1": yp1})
@@ -137,6 +146,7 @@ def test_tensor_loader_flags_follow_their_definitions_and_rows_are_padded(pads):
         await ctx.tick()
         ctx.set(dut.start, 0)
         for _ in range(3000):
+            ctx.set(dut.insn.as_value(), rng.getrandbits(bits))
             inputs = _port_step(ctx, dut.port, model)
             _check(ctx, dut, seen)
             if ctx.get(dut.wr_en):
