@@ -14,8 +14,9 @@ DSP_WIDTH = 18
 
 
 class RegisteredProduct(wiring.Component):
-    """``p`` = the low ``p_width`` bits of ``a × b`` of the cycle before (latency 1, loaded in
-    every cycle, no reset: its value matters only where a valid bit says so).
+    """``p`` = the low ``p_width`` bits of ``a × b`` of ``latency`` cycles before (1, or 2 with
+    ``register="both"``; loaded in every cycle, no reset: its value matters only where a
+    valid bit says so).
 
     On an ECP5 platform (operands of at most 18 bits) ``p`` is the output register of a
     MULT18X18D instantiated here: Yosys maps a multiply to the block's combinational mode and
@@ -36,10 +37,13 @@ class RegisteredProduct(wiring.Component):
     itself (3.86 ns clock to output, speed grade 6): the driver of ``a``/``b`` routes only into
     a register and the product into whatever the user registers it in, so neither route
     shares a cycle with the multiply's other side (§12 step 31: the ALU's MUL, whose operand
-    register → block → fabric register spanned the die on both seeds).
+    register → block → fabric register spanned the die on both seeds); ``"both"`` the input
+    and the output registers (latency 2): the multiply sits between the block's own
+    registers and each route to and from the fixed DSP row has a cycle of its own (§12
+    session 17: the GEMM's weight register → the block's multiply → its output register).
     """
 
-    REGISTERS = ("output", "fabric", "inputs")
+    REGISTERS = ("output", "fabric", "inputs", "both")
 
     def __init__(self, a_width: int, b_width: int, p_width: int, *, is_signed: bool,
                  register: str = "output"):
@@ -47,6 +51,8 @@ class RegisteredProduct(wiring.Component):
             raise ValueError(f"register must be one of {self.REGISTERS}, not {register!r}")
         self._signed = is_signed
         self._register = register
+        #: cycles from the operands to ``p``
+        self.latency = 2 if register == "both" else 1
         shape = signed if is_signed else unsigned
         super().__init__({"a": In(shape(a_width)), "b": In(shape(b_width)),
                           "p": Out(p_width)})
@@ -74,19 +80,24 @@ class RegisteredProduct(wiring.Component):
                 **{f"i_{k}{n}": C(0, 1) for k in ("CLK", "CE", "RST") for n in (1, 2, 3)},
             }
             regs = {}
-            for name, on in (("INPUTA", reg == "inputs"), ("INPUTB", reg == "inputs"),
-                             ("OUTPUT", reg == "output")):
+            ins, out_reg = reg in ("inputs", "both"), reg in ("output", "both")
+            for name, on in (("INPUTA", ins), ("INPUTB", ins), ("OUTPUT", out_reg)):
                 regs[f"p_REG_{name}_CLK"] = "CLK0" if on else "NONE"
                 if on:
                     regs.update({f"p_REG_{name}_CE": "CE0", f"p_REG_{name}_RST": "RST0"})
             m.submodules.mult = Instance(
                 "MULT18X18D", p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE",
                 p_RESETMODE="SYNC", **regs, **ports)
-        elif reg == "inputs":
+        elif reg in ("inputs", "both"):
             a = Signal.like(self.a, reset_less=True)
             b = Signal.like(self.b, reset_less=True)
             m.d.sync += [a.eq(self.a), b.eq(self.b)]
-            m.d.comb += self.p.eq(a * b)
+            if reg == "inputs":
+                m.d.comb += self.p.eq(a * b)
+            else:
+                p = Signal(len(self.p), reset_less=True)
+                m.d.sync += p.eq(a * b)
+                m.d.comb += self.p.eq(p)
         else:
             p = Signal(len(self.p), reset_less=True)
             m.d.sync += p.eq(self.a * self.b)

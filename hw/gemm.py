@@ -23,14 +23,15 @@ class GemmCore(wiring.Component):
     ``start`` in cycle *c* (instruction on ``insn`` in *c* − 1 and *c*, loops non-empty,
     ``uop_end ≤ uop depth``)
     → micro-op *j* (0-based, in loop order) is issued in cycle *c* + 1 + *j* and writes
-    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (8); ``busy`` is high from *c* + 1 up to
+    ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (9); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
-    for N + 8 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
+    for N + 9 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
     and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
-    registered; S4 products registered (by the multipliers: ``hw.dsp``), ACC read; S5
-    products copied into fabric registers (a route only), ACC data registered (straight from
-    the block RAM); S6 half sums registered, ACC operand registered (the data or forwarded);
-    S7 operand + half sums into a result register; S8 write. Every block-RAM output goes
+    registered; S4 the operands into the multipliers' input registers (``hw.dsp``); S5
+    products in the multipliers' output registers, ACC read; S6 products copied into fabric
+    registers (a route only), ACC data registered (straight from the block RAM); S7 half sums
+    registered, ACC operand registered (the data or forwarded); S8 operand + half sums into a
+    result register; S9 write. Every block-RAM output goes
     straight into a register, and no multiplier shares a cycle with an add, nor the add
     with the ACC write (the FPGA's critical paths before). The ACC read misses the writes of
     the four micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`, so
@@ -69,17 +70,17 @@ class GemmCore(wiring.Component):
             m.d.sync += reset.eq(insn.reset)
 
         v1, v2, v3, a3, bad = self._front(m, loop, widths, reset)
-        v4, a4, v5, a5, v6, a6, halves = self._products(m, v3, a3)
-        v8, a8, r8, v7 = self._accumulate(m, v6, a4, a6, halves, reset)
+        v, a, halves = self._products(m, v3, a3)
+        v9, a9, r9, v8 = self._accumulate(m, v[7], a[5], a[7], halves, reset)
         m.d.comb += [
-            self.acc_waddr.eq(a8), self.acc_wdata.eq(r8), self.acc_wen.eq(v8),
-            self.uop_done.eq(v8 & ~reset),
+            self.acc_waddr.eq(a9), self.acc_wdata.eq(r9), self.acc_wen.eq(v9),
+            self.uop_done.eq(v9 & ~reset),
         ]
         # busy (loop.valid or any stage valid) as a register loaded with its next value: the
         # loop runs after a start, each stage's valid is the one before it unless an error
         # clears S0–S2 (bad is the error of S2)
         m.d.sync += self.busy.eq(self.start | ((loop.valid | v1) & ~self.err) | (v2 & ~bad)
-                                 | v3 | v4 | v5 | v6 | v7)
+                                 | v3 | v[4] | v[5] | v[6] | v[7] | v8)
         return m
 
     def _front(self, m, loop, widths, reset):
@@ -127,34 +128,36 @@ class GemmCore(wiring.Component):
         return v1, v2, v3, a3, bad
 
     def _products(self, m, v3, a3):
-        """S3 INP/WGT data registered → S4 products registered → S5 products copied into
-        fabric registers → S6 two half sums registered; returns S4's … S6's valid bits and
-        ACC indices and the half sums (a list of two per BATCH × BLOCK_OUT lane, one for
-        BLOCK_IN 1). The block RAM's clock-to-output (≈ 6 ns on an ECP5) and the
-        multiplier never share a cycle; S5 is a route only: the DSP columns are fixed and a
-        lane's products come from across the die (§12 session 14), and S6 adds half of a
-        lane's terms (the other half is added with the ACC operand in S7)."""
+        """S3 INP/WGT data registered → S4 the operands into the multipliers' input registers
+        → S5 products into their output registers → S6 products copied into fabric registers
+        → S7 two half sums registered; returns S4's … S7's valid bits and ACC indices (by stage)
+        and the half sums (a list of two per BATCH × BLOCK_OUT lane, one for BLOCK_IN 1). The block
+        RAM's clock-to-output (≈ 6 ns on an ECP5) and the multiplier never share a cycle, nor
+        does the multiply with a route: S4 and S6 are routes only (the DSP columns are fixed
+        and a lane's operands and products cross the die: §12 sessions 14 and 17), and S7
+        adds half of a lane's terms (the other half is added with the ACC operand in S8)."""
         cfg = self._cfg
         iw, ww = cfg.inp_width, cfg.wgt_width
         bi, bo, nb = cfg.block_in, cfg.block_out, cfg.batch
         x4, w4 = Signal(cfg.inp_elem_bits), Signal(cfg.wgt_elem_bits)
-        v4, v5, v6 = Signal(), Signal(), Signal()
-        a4, a5, a6 = (Signal(cfg.log_acc_depth, name=n) for n in ("a4", "a5", "a6"))
-        m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v4.eq(v3), a4.eq(a3),
-                     v5.eq(v4), a5.eq(a4), v6.eq(v5), a6.eq(a5)]
+        v = {k: Signal(name=f"v{k}") for k in range(4, 8)}
+        a = {k: Signal(cfg.log_acc_depth, name=f"a{k}") for k in range(4, 8)}
+        m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v[4].eq(v3), a[4].eq(a3)]
+        m.d.sync += [s.eq(d[k - 1]) for d in (v, a) for k, s in d.items() if k > 4]
         prods = {}
         for b in range(nb):
             for o in range(bo):
                 for k in range(bi):
                     x = x4[(b * bi + k) * iw:(b * bi + k + 1) * iw].as_signed()
                     w = w4[(o * bi + k) * ww:(o * bi + k + 1) * ww].as_signed()
-                    # the product register is the multiplier's own on an ECP5 (hw.dsp)
-                    mul = RegisteredProduct(iw, ww, iw + ww, is_signed=True)
+                    # the operand and product registers are the multiplier's own on an
+                    # ECP5 (hw.dsp: latency 2)
+                    mul = RegisteredProduct(iw, ww, iw + ww, is_signed=True, register="both")
                     m.submodules[f"mul_{b}_{o}_{k}"] = mul
                     m.d.comb += [mul.a.eq(x), mul.b.eq(w)]
-                    p5 = Signal(signed(iw + ww), name=f"p5_{b}_{o}_{k}")
-                    m.d.sync += p5.eq(mul.p.as_signed())
-                    prods[b, o, k] = p5
+                    p6 = Signal(signed(iw + ww), name=f"p6_{b}_{o}_{k}")
+                    m.d.sync += p6.eq(mul.p.as_signed())
+                    prods[b, o, k] = p6
         halves = []
         for b in range(nb):
             for o in range(bo):
@@ -162,58 +165,58 @@ class GemmCore(wiring.Component):
                 groups = [g for g in (terms[:(bi + 1) // 2], terms[(bi + 1) // 2:]) if g]
                 lane = []
                 for h, group in enumerate(groups):
-                    s6 = Signal(signed(iw + ww + (len(group) - 1).bit_length()),
-                                name=f"half6_{b}_{o}_{h}")
-                    m.d.sync += s6.eq(_tree(group))
-                    lane.append(s6)
+                    s7 = Signal(signed(iw + ww + (len(group) - 1).bit_length()),
+                                name=f"half7_{b}_{o}_{h}")
+                    m.d.sync += s7.eq(_tree(group))
+                    lane.append(s7)
                 halves.append(lane)
-        return v4, a4, v5, a5, v6, a6, halves
+        return v, a, halves
 
-    def _accumulate(self, m, v6, a4, a6, halves, reset):
-        """S4 ACC read → S5 ACC data registered → S6 ACC operand registered → S7 the operand
+    def _accumulate(self, m, v7, a5, a7, halves, reset):
+        """S5 ACC read → S6 ACC data registered → S7 ACC operand registered → S8 the operand
         plus the lane's two half sums (one three-input add: Yosys's carry-save layer and one
-        carry chain) into a result register → S8 write; returns S8's valid, index and result,
-        and S7's valid. The S4 read misses the writes of the four micro-ops ahead (newest
-        wins): S6 takes the S8 result (two ahead) over the last write (three ahead) over the
+        carry chain) into a result register → S9 write; returns S9's valid, index and result,
+        and S8's valid. The S5 read misses the writes of the four micro-ops ahead (newest
+        wins): S7 takes the S9 result (two ahead) over the last write (three ahead) over the
         one before it (four ahead) over the block RAM's data, by one-hot selects registered
-        in S5 (the compares sit a cycle before the multiplexer); S7 takes the S8 result (one
-        ahead) when S6 flagged the index match, so the add sits between registers behind a
+        in S6 (the compares sit a cycle before the multiplexer); S8 takes the S9 result (one
+        ahead) when S7 flagged the index match, so the add sits between registers behind a
         2:1 multiplexer."""
         cfg = self._cfg
         aw = cfg.acc_width
-        m.d.comb += self.acc_raddr.eq(a4)
-        v7, v8 = Signal(), Signal()
-        a7, a8 = (Signal(cfg.log_acc_depth, name=n) for n in ("a7", "a8"))
-        acc7, r8, last_data, last2_data, data6 = (
+        m.d.comb += self.acc_raddr.eq(a5)
+        v8, v9 = Signal(), Signal()
+        a8, a9 = (Signal(cfg.log_acc_depth, name=n) for n in ("a8", "a9"))
+        acc8, r9, last_data, last2_data, data7 = (
             Signal(cfg.acc_elem_bits, name=n)
-            for n in ("acc7", "r8", "last_data", "last2_data", "data6"))
-        m.d.sync += data6.eq(self.acc_rdata)      # S5: the block RAM's output, registered
-        # S5: who writes a5's entry last among those S6's select sees (newest wins), one-hot,
-        # from index compares made a cycle ahead and registered (S4's a4 is S5's a5 then, and
-        # what is in S7, S8 and the last write was in S6, S7 and S8: no stage holds)
-        f8, f_last, f_last2 = (Signal(name=n) for n in ("f8", "f_last", "f_last2"))
-        m.d.sync += [f8.eq(v6 & (a6 == a4)), f_last.eq(v7 & (a7 == a4)),
-                     f_last2.eq(v8 & (a8 == a4))]
-        sel = {n: Signal(name=f"sel6_{n}") for n in ("r8", "last", "last2", "data")}
-        m.d.sync += [sel["r8"].eq(f8), sel["last"].eq(~f8 & f_last),
-                     sel["last2"].eq(~f8 & ~f_last & f_last2),
-                     sel["data"].eq(~f8 & ~f_last & ~f_last2)]
-        hit7 = Signal()
+            for n in ("acc8", "r9", "last_data", "last2_data", "data7"))
+        m.d.sync += data7.eq(self.acc_rdata)      # S6: the block RAM's output, registered
+        # S6: who writes a6's entry last among those S7's select sees (newest wins), one-hot,
+        # from index compares made a cycle ahead and registered (S5's a5 is S6's a6 then, and
+        # what is in S8, S9 and the last write was in S7, S8 and S9: no stage holds)
+        f9, f_last, f_last2 = (Signal(name=n) for n in ("f9", "f_last", "f_last2"))
+        m.d.sync += [f9.eq(v7 & (a7 == a5)), f_last.eq(v8 & (a8 == a5)),
+                     f_last2.eq(v9 & (a9 == a5))]
+        sel = {n: Signal(name=f"sel7_{n}") for n in ("r9", "last", "last2", "data")}
+        m.d.sync += [sel["r9"].eq(f9), sel["last"].eq(~f9 & f_last),
+                     sel["last2"].eq(~f9 & ~f_last & f_last2),
+                     sel["data"].eq(~f9 & ~f_last & ~f_last2)]
+        hit8 = Signal()
         m.d.sync += [
-            v7.eq(v6), a7.eq(a6), hit7.eq(v7 & (a7 == a6)),
-            acc7.eq(one_hot(cfg.acc_elem_bits, [(sel["r8"], r8), (sel["last"], last_data),
+            v8.eq(v7), a8.eq(a7), hit8.eq(v8 & (a8 == a7)),
+            acc8.eq(one_hot(cfg.acc_elem_bits, [(sel["r9"], r9), (sel["last"], last_data),
                                                  (sel["last2"], last2_data),
-                                                 (sel["data"], data6)])),
+                                                 (sel["data"], data7)])),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
-        m.d.comb += acc_in.eq(Mux(hit7, r8, acc7))
+        m.d.comb += acc_in.eq(Mux(hit8, r9, acc8))
         lanes = []
         for i, lane in enumerate(halves):
             lanes.append(sum(lane, acc_in[i * aw:(i + 1) * aw].as_signed())[:aw])
-        m.d.sync += [v8.eq(v7), a8.eq(a7), r8.eq(Mux(reset, 0, Cat(*lanes)))]
-        # S8 writes r8; the last two writes are kept for the S6 of three and four behind.
-        m.d.sync += [last_data.eq(r8), last2_data.eq(last_data)]
-        return v8, a8, r8, v7
+        m.d.sync += [v9.eq(v8), a9.eq(a8), r9.eq(Mux(reset, 0, Cat(*lanes)))]
+        # S9 writes r9; the last two writes are kept for the S7 of three and four behind.
+        m.d.sync += [last_data.eq(r9), last2_data.eq(last_data)]
+        return v9, a9, r9, v8
 
 
 def _tree(terms):

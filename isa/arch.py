@@ -134,12 +134,13 @@ def elem_bytes(cfg: "VTAConfig", memory_type: int) -> int:
 
 
 #: Cycles from a GEMM micro-op's issue to its accumulator write (``hw/gemm.py``): S0 micro-op,
-#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered, S4 products
-#: registered and ACC read, S5 products copied to fabric registers and ACC data registered,
-#: S6 half sums and ACC operand registered, S7 operand + half sums into a register, S8 write
-#: (no block-RAM output feeds logic before a register; no multiplier shares a cycle with an
-#: add, the route from the fixed DSP columns has a cycle of its own).
-GEMM_LATENCY = 8
+#: S1 indices, S2 check and INP/WGT reads, S3 INP/WGT data registered, S4 the operands into
+#: the multipliers' input registers, S5 products in their output registers and ACC read, S6
+#: products copied to fabric registers and ACC data registered, S7 half sums and ACC operand
+#: registered, S8 operand + half sums into a register, S9 write (no block-RAM output feeds
+#: logic before a register; no multiplier shares a cycle with an add or a route: the fixed DSP
+#: columns have a cycle of their own on each side).
+GEMM_LATENCY = 9
 #: Cycles from an ALU micro-op's issue to its accumulator write (``hw/alu.py``): S0 micro-op,
 #: S1 indices, S2 check and ACC reads, S3 the block RAMs' data registered, S4 operands
 #: registered, S5 lanes into registers and MUL's operands into the multipliers' input

@@ -21,8 +21,9 @@ class _Ecp5:
 @pytest.mark.parametrize("register", RegisteredProduct.REGISTERS)
 @pytest.mark.parametrize("aw,bw,pw,is_signed", [(8, 8, 16, True), (16, 16, 32, False),
                                                 (16, 16, 16, False), (3, 5, 8, True)])
-def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed, register):
+def test_product_is_registered_latency_cycles_later(aw, bw, pw, is_signed, register):
     dut = RegisteredProduct(aw, bw, pw, is_signed=is_signed, register=register)
+    assert dut.latency == (2 if register == "both" else 1)
     rng = np.random.default_rng(aw * 100 + bw)
     lo, hi = (-(1 << (aw - 1)), 1 << (aw - 1)) if is_signed else (0, 1 << aw)
     lob, hib = (-(1 << (bw - 1)), 1 << (bw - 1)) if is_signed else (0, 1 << bw)
@@ -30,15 +31,16 @@ def test_product_is_registered_one_cycle_later(aw, bw, pw, is_signed, register):
     pairs += [(int(rng.integers(lo, hi)), int(rng.integers(lob, hib))) for _ in range(200)]
 
     async def bench(ctx):
-        want = None
+        wants = []                      # the products of the last ``latency`` operands
         for a, b in pairs:
             ctx.set(dut.a, a)
             ctx.set(dut.b, b)
-            if want is not None:        # the new operands do not reach p before the edge
-                assert ctx.get(dut.p) == want
+            if len(wants) == dut.latency:   # the new operands do not reach p before the edge
+                assert ctx.get(dut.p) == wants[0]
             await ctx.tick()
-            want = (a * b) & ((1 << pw) - 1)
-            assert ctx.get(dut.p) == want, (a, b)
+            wants = (wants + [(a * b) & ((1 << pw) - 1)])[-dut.latency:]
+            if len(wants) == dut.latency:
+                assert ctx.get(dut.p) == wants[0], (a, b)
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -96,6 +98,17 @@ def test_inputs_registers_the_operands_inside_the_multiplier(is_signed):
     for reg in ("OUTPUT", "PIPELINE", "INPUTC"):
         assert f'parameter \\REG_{reg}_CLK "NONE"' in cell
     assert "connect \\CE0 1'1" in cell and "connect \\RST0 1'0" in cell
+    assert not re.search(r"cell \$(a)?dff", text)
+
+
+def test_both_registers_the_operands_and_the_product_inside_the_multiplier():
+    text = rtlil.convert(RegisteredProduct(8, 8, 16, is_signed=True, register="both"),
+                         platform=_Ecp5())
+    (cell,) = _cells(text, "MULT18X18D")
+    for reg in ("INPUTA", "INPUTB", "OUTPUT"):
+        assert f'parameter \\REG_{reg}_CLK "CLK0"' in cell
+    for reg in ("PIPELINE", "INPUTC"):
+        assert f'parameter \\REG_{reg}_CLK "NONE"' in cell
     assert not re.search(r"cell \$(a)?dff", text)
 
 
