@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from isa.config import VTAConfig
 
 from .boards import RESOURCES, Board
 
 __all__ = ["make_report", "summary_text", "levels_lines", "markdown_table", "critical_paths", "core_fmax",
-           "slowest_endpoints", "CORE_CLOCK", "SLOWEST"]
+           "slowest_endpoints", "endpoint_groups", "register_group", "CORE_CLOCK", "SLOWEST",
+           "GROUPS"]
 
 #: The report's name for the core's clock (the PLL output driving the ``sync`` domain).
 CORE_CLOCK = "sync"
@@ -58,6 +61,33 @@ def critical_paths(pnr: dict) -> list:
 
 #: How many of the core clock's slowest endpoints a report lists.
 SLOWEST = 25
+#: How many register groups of the endpoints after the target's period a report lists.
+GROUPS = 15
+
+
+def register_group(cell: str) -> str:
+    """The design register an endpoint cell belongs to: nextpnr's and Yosys's cell name without
+    the core's hierarchy prefix and the packing suffixes (``_TRELLIS_FF_Q_7``, ``$DPRAM…``,
+    a bit's ``_12``), so the bits of one register count as one group."""
+    name = re.sub(r"^soc\.core\.core\.", "", cell)
+    name = re.sub(r"(_TRELLIS_FF_Q.*|\$\d+.*|_DPRAM.*|\.\d+\$DPRAM.*|\$RAMW.*|\.mult$)", "",
+                  name)
+    return re.sub(r"_\d+$", "", name)
+
+
+def endpoint_groups(arrivals, period: float, n: int = GROUPS) -> list:
+    """The endpoints arriving after ``period`` (``arrivals``: (ns, cell, port)) by register
+    group (:func:`register_group`): the ``n`` groups with the latest arrival as
+    [worst ns, endpoints, group] — whether a wall is one register or many."""
+    groups = {}
+    for t, cell, _port in arrivals:
+        if t <= period:
+            continue
+        g = groups.setdefault(register_group(cell or ""), [t, 0])
+        g[0] = max(g[0], t)
+        g[1] += 1
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))[:n]
+    return [[round(t, 2), c, name] for name, (t, c) in ranked]
 
 
 def slowest_endpoints(pnr: dict, n: int = SLOWEST) -> dict:
@@ -65,7 +95,8 @@ def slowest_endpoints(pnr: dict, n: int = SLOWEST) -> dict:
     nextpnr's report (``--detailed-timing-report``): the ``n`` slowest as [ns, cell, port],
     and how many endpoints arrive after the target's period. The critical path names one
     path; this says whether it is alone (one fix moves the clock) or one of many. Empty when
-    the report has no detailed timings."""
+    the report has no detailed timings. ``groups``: those after the period by register
+    (:func:`endpoint_groups`)."""
     core = _clocks(pnr).get(CORE_CLOCK)
     nets = pnr.get("detailed_net_timings")
     if not core or not nets:
@@ -84,7 +115,8 @@ def slowest_endpoints(pnr: dict, n: int = SLOWEST) -> dict:
     return {"period_ns": round(period, 3),
             "over_period": sum(1 for a in arrivals if a[0] > period),
             "endpoints": len(arrivals),
-            "slowest": [[round(t, 2), cell, port] for t, cell, port in arrivals[:n]]}
+            "slowest": [[round(t, 2), cell, port] for t, cell, port in arrivals[:n]],
+            "groups": endpoint_groups(arrivals, period)}
 
 
 #: The report's name of each DRAM variant of the board design.
@@ -154,6 +186,9 @@ def summary_text(r: dict) -> str:
         lines += ["", f"endpoints arriving after the target's {slow['period_ns']} ns: "
                   f"{slow['over_period']} of {slow['endpoints']}; the slowest:"]
         lines += [f"  {t:6.2f} ns  {cell}.{port}" for t, cell, port in slow["slowest"][:10]]
+        if slow.get("groups"):
+            lines += ["by register (worst arrival, endpoints after the period):"]
+            lines += [f"  {t:6.2f} ns {c:5d}  {name}" for t, c, name in slow["groups"]]
     if r.get("lut_levels"):
         lines += ["", *levels_lines(r["lut_levels"])]
     tried = r.get("seeds", {})

@@ -90,11 +90,13 @@ def test_report_lists_the_slowest_endpoints_of_the_core_clock():
                {"net": "z", "event": "posedge clk25_0__io", "endpoints": [ep("e", 39.0)]}]}
     slow = slowest_endpoints(pnr, n=2)
     assert slow == {"period_ns": 10.0, "over_period": 2, "endpoints": 3,
-                    "slowest": [[10.5, "a", "DI"], [10.1, "c", "DI"]]}
+                    "slowest": [[10.5, "a", "DI"], [10.1, "c", "DI"]],
+                    "groups": [[10.5, 1, "a"], [10.1, 1, "c"]]}
     r = make_report(BOARD, cfg, pnr, {"LUT4": 900}, Ulx3sTop(cfg), seed=1, versions={},
                     seconds=1.0)
     assert r["slowest_endpoints"]["over_period"] == 2
     assert "arriving after the target's 10.0 ns: 2 of 3" in summary_text(r)
+    assert "by register" in summary_text(r)
     assert slowest_endpoints({"fmax": pnr["fmax"]}) == {}      # no detailed timings: nothing
     pnr.pop("detailed_net_timings")
     assert "slowest_endpoints" not in make_report(BOARD, cfg, pnr, {}, Ulx3sTop(cfg), seed=1,
@@ -157,3 +159,21 @@ def test_cli_synth_only_prints_the_fit_and_the_lut_levels(capsys, tmp_path, monk
     assert f"netlist: {out / 'build' / 'vta_board.json'}" in text
     # no bitstream and no new report; the earlier build's report is still there
     assert (out / "report.json").read_text() == "{}" and not (out / "vta_board.bit").exists()
+
+
+def test_endpoints_after_the_period_are_grouped_by_register():
+    """The bits of one register (nextpnr's packed cell names) count as one group; groups are
+    ranked by their latest arrival; endpoints within the period are left out."""
+    from bitstreams.report import endpoint_groups, register_group
+
+    assert register_group("soc.core.core.fetch.r_entry_TRELLIS_FF_Q_130") == "fetch.r_entry"
+    assert register_group("soc.core.core.compute.alu.p_lh6_TRELLIS_FF_Q_3") == "compute.alu.p_lh6"
+    assert register_group("soc.core.core.load.area_mul.mult") == "load.area_mul"
+    assert register_group("soc.core.core.fetch.buf.ring.0.32$DPRAM_COMB3") == "fetch.buf.ring.0"
+    arrivals = [(10.9, "soc.core.core.fetch.r_entry_TRELLIS_FF_Q_1", "M"),
+                (10.2, "soc.core.core.fetch.r_entry_TRELLIS_FF_Q_2", "DI"),
+                (11.1, "soc.core.core.load.wgt.reader.left_TRELLIS_FF_Q_6", "CE"),
+                (9.5, "soc.core.core.store.head$27.word_TRELLIS_FF_Q_12", "DI")]
+    assert endpoint_groups(arrivals, 10.0) == [[11.1, 1, "load.wgt.reader.left"],
+                                               [10.9, 2, "fetch.r_entry"]]
+    assert endpoint_groups(arrivals, 10.0, n=1) == [[11.1, 1, "load.wgt.reader.left"]]
