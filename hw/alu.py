@@ -18,7 +18,6 @@ __all__ = ["AluLane", "TensorAlu", "mul_operands", "ALU_LATENCY", "OP_FLAGS", "P
            "mul_join", "lane_picked", "lane_combine", "lane_result", "op_flags",
            "one_hot"]
 
-# The stall below holds S0–S2 for exactly one cycle.
 def one_hot(width: int, choices):
     """The OR of the ``width``-bit values whose select is high (``choices``: (select, value)
     pairs; at most one select high, each a register): a balanced tree, two LUT levels for four
@@ -317,7 +316,7 @@ class TensorAlu(wiring.Component):
         # The index compares two cycles ahead, registered twice: S2's indices against S4–S8,
         # whose micro-ops are two stages further on when the reader reaches S4 (the stages
         # from S3 on never hold; a stalled reader repeats its compares).
-        before = [(v[k], d[k]) for k in range(4, 9)]
+        before = [(v[k], d[k]) for k in range(4, 4 + len(FORWARDS))]
         names = FORWARDS + ("ram",)
         sel = {side: {n: Signal(name=f"sel4_{side}_{n}") for n in names + ("imm",)}
                for side in "ab"}

@@ -88,18 +88,18 @@ class RegisteredProduct(wiring.Component):
             m.submodules.mult = Instance(
                 "MULT18X18D", p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE",
                 p_RESETMODE="SYNC", **regs, **ports)
-        elif reg in ("inputs", "both"):
-            a = Signal.like(self.a, reset_less=True)
-            b = Signal.like(self.b, reset_less=True)
-            m.d.sync += [a.eq(self.a), b.eq(self.b)]
+        else:
+            # the same registers in the fabric: the operands' (inputs, both), the product's
+            # (output, fabric, both)
+            a, b = self.a, self.b
+            if reg in ("inputs", "both"):
+                a = Signal.like(self.a, name="a", reset_less=True)
+                b = Signal.like(self.b, name="b", reset_less=True)
+                m.d.sync += [a.eq(self.a), b.eq(self.b)]
             if reg == "inputs":
                 m.d.comb += self.p.eq(a * b)
             else:
                 p = Signal(len(self.p), reset_less=True)
                 m.d.sync += p.eq(a * b)
                 m.d.comb += self.p.eq(p)
-        else:
-            p = Signal(len(self.p), reset_less=True)
-            m.d.sync += p.eq(self.a * self.b)
-            m.d.comb += self.p.eq(p)
         return m

@@ -29,9 +29,9 @@ def mem_range_checks(m: Module, insn, *, kinds: dict, dram_size, padded: bool) -
     written, ``(dram_base + (y_size − 1) · x_stride + x_size) · elem_bytes``, is past
     ``dram_size``. The products are shared by all kinds; only the compares differ.
     C1: pad sums, ``y_size − 1`` and ``dram_base + x_size`` into fabric registers; C2: the
-    products' operands copied into the multipliers' input registers, per kind the room the
-    bases leave; C3: the two products (one MULT18X18D each on an ECP5) into registers; C4:
-    each product against its room. One call per module (its multipliers are the submodules
+    products' operands copied into the multipliers' input registers; C3: the two products
+    (one MULT18X18D each on an ECP5) into registers, and per kind the room the bases leave;
+    C4: each product against its room. One call per module (its multipliers are the submodules
     ``area_mul`` and ``span_mul``).
     """
     # C1's sums end in fabric registers and C2 copies them into the multipliers' own input
@@ -62,15 +62,17 @@ def mem_range_checks(m: Module, insn, *, kinds: dict, dram_size, padded: bool) -
         register="inputs")
     m.d.comb += [area_mul.a.eq(rows1), area_mul.b.eq(row_len1),
                  span_mul.a.eq(ym1), span_mul.b.eq(stride1)]
-    # C2 (beside the multipliers' input registers): per kind the room left by the base
-    # (``depth − sram_base``, the DRAM's last element index less ``dram_base + x_size``;
-    # signed, either may be negative), so that C4 is one compare of a product with a
-    # register, not a sum then a compare (two 37-bit carry chains in series: Fmax,
-    # docs/hardware.md §12 step 31); C3: the products
+    # C2: the multipliers' input registers, and the bases and flag carried along; C3: the
+    # products, and per kind the room left by the base (``depth − sram_base``, the DRAM's
+    # last element index less ``dram_base + x_size``; signed, either may be negative), so
+    # that C4 is one compare of a product with a register, not a sum then a compare (two
+    # 37-bit carry chains in series: Fmax, docs/hardware.md §12 step 31)
+    base2, sram2 = Signal.like(base1), Signal.like(sram1)
     area = Signal(36)
     span = Signal(len(span_mul.p))
     y_nz2, y_nz3 = Signal(), Signal()
-    m.d.sync += [area.eq(area_mul.p), span.eq(span_mul.p), y_nz2.eq(y_nz1), y_nz3.eq(y_nz2)]
+    m.d.sync += [base2.eq(base1), sram2.eq(sram1), area.eq(area_mul.p), span.eq(span_mul.p),
+                 y_nz2.eq(y_nz1), y_nz3.eq(y_nz2)]
     out = {}
     for key, (elem_bytes, depth) in kinds.items():
         tag = str(getattr(key, "name", key)).lower()
@@ -80,13 +82,10 @@ def mem_range_checks(m: Module, insn, *, kinds: dict, dram_size, padded: bool) -
         #                                ⟺  span > ⌊dram_size / E⌋ − base
         dram_room = Signal(signed(max(len(dram_size), len(base1)) + 2), name=f"dram_room_{tag}")
         # (Amaranth's difference of unsigned values is signed and exact)
-        room3 = (Signal.like(sram_room, name=f"sram_room3_{tag}"),
-                 Signal.like(dram_room, name=f"dram_room3_{tag}"))
-        m.d.sync += [sram_room.eq(depth - sram1),
-                     dram_room.eq((dram_size >> _log2(elem_bytes)) - base1),
-                     room3[0].eq(sram_room), room3[1].eq(dram_room)]
+        m.d.sync += [sram_room.eq(depth - sram2),
+                     dram_room.eq((dram_size >> _log2(elem_bytes)) - base2)]
         # C4
         sram_bad, dram_bad = Signal(name=f"sram_bad_{tag}"), Signal(name=f"dram_bad_{tag}")
-        m.d.sync += [sram_bad.eq(area > room3[0]), dram_bad.eq(y_nz3 & (span > room3[1]))]
+        m.d.sync += [sram_bad.eq(area > sram_room), dram_bad.eq(y_nz3 & (span > dram_room))]
         out[key] = (sram_bad, dram_bad)
     return out
