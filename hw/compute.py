@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import HEAD_SETTLE, elem_bytes
@@ -17,6 +16,7 @@ from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
 from .gemm import GemmCore
+from .sram import block_ram
 from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 
 __all__ = ["ComputeModule", "narrow"]
@@ -68,14 +68,9 @@ class ComputeModule(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        m.submodules.uop_buf = uop_buf = Memory(shape=32, depth=cfg.uop_depth, init=[])
-        m.submodules.acc_buf = acc_buf = Memory(shape=cfg.acc_elem_bits, depth=cfg.acc_depth,
-                                                init=[])
-        uop_w = uop_buf.write_port()
-        uop_r = uop_buf.read_port()
-        acc_w = acc_buf.write_port()
-        acc_ra = acc_buf.read_port()
-        acc_rb = acc_buf.read_port()
+        uop_w, (uop_r,) = block_ram(m, "uop_buf", shape=32, depth=cfg.uop_depth)
+        acc_w, (acc_ra, acc_rb) = block_ram(m, "acc_buf", shape=cfg.acc_elem_bits,
+                                            depth=cfg.acc_depth, reads=2)
 
         m.submodules.ld_uop = ld_uop = TensorLoader(cfg, elem_bytes=cfg.uop_elem_bytes,
                                                     sram_bits=32, addr_bits=cfg.log_uop_depth)

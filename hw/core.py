@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.config import VTAConfig
@@ -18,6 +17,7 @@ from .load import LoadModule
 from .memport import MemArbiter, MemPortSignature
 from .modcommon import ERR_BITS
 from .queues import CommandQueue, TokenQueues
+from .sram import block_ram
 from .store import StoreModule
 
 __all__ = ["VTACore", "COUNTERS"]
@@ -86,15 +86,9 @@ class VTACore(wiring.Component):
         store reads). Block RAMs with one synchronous read port each (data the cycle after the
         address); the modules' contracts account for it."""
         cfg = self._cfg
-        m.submodules.inp_buf = inp_buf = Memory(shape=cfg.inp_elem_bits, depth=cfg.inp_depth,
-                                                init=[])
-        m.submodules.wgt_buf = wgt_buf = Memory(shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth,
-                                                init=[])
-        m.submodules.out_buf = out_buf = Memory(shape=cfg.out_elem_bits, depth=cfg.acc_depth,
-                                                init=[])
-        inp_w, inp_r = inp_buf.write_port(), inp_buf.read_port()
-        wgt_w, wgt_r = wgt_buf.write_port(), wgt_buf.read_port()
-        out_w, out_r = out_buf.write_port(), out_buf.read_port()
+        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth)
+        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth)
+        out_w, (out_r,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth)
         m.d.comb += [
             inp_w.addr.eq(load.inp_waddr), inp_w.data.eq(load.inp_wdata), inp_w.en.eq(load.inp_wen),
             wgt_w.addr.eq(load.wgt_waddr), wgt_w.data.eq(load.wgt_wdata), wgt_w.en.eq(load.wgt_wen),

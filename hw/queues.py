@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from isa.arch import HEAD_SETTLE
@@ -12,6 +11,7 @@ from isa.arch import TOKEN_QUEUES  # (name, producer, consumer), in the hardware
 from isa.config import VTAConfig
 
 from .fields import queue_entry
+from .sram import block_ram
 
 __all__ = ["CommandQueue", "TokenQueues", "TOKEN_QUEUES"]
 
@@ -79,16 +79,14 @@ class CommandQueue(wiring.Component):
         (the memory not full) and "the memory not empty" are loaded with their next values
         (the counts compared with constants, the late handshakes only choosing), so fetch's
         dispatch and the memory's read enable start from flip-flops (Fmax). Its memory has
-        a power-of-two number of slots (the pointers wrap by themselves) and no read-write
-        collision logic (``no_rw_check``): the entry read is never the one written, as the
+        a power-of-two number of slots (the pointers wrap by themselves) and undefined
+        read-write collisions (:mod:`hw.sram`): the entry read is never the one written, as the
         memory holds at most ``depth − 1`` entries and is read only when not empty. Its count is
         the pointers' difference (no counter: its update would follow both handshakes).
         Returns (output data, output valid, ``level == 1``)."""
         inner_depth = self._depth - 1
         slots = 1 << inner_depth.bit_length()     # more than inner_depth
-        m.submodules.storage = storage = Memory(shape=len(self.w_data.as_value()), depth=slots,
-                                                init=[], attrs={"no_rw_check": 1})
-        wp, rp = storage.write_port(), storage.read_port(domain="sync")
+        wp, (rp,) = block_ram(m, "storage", shape=len(self.w_data.as_value()), depth=slots)
         produce = Signal(range(slots))
         consume = Signal(range(slots))
         # the entries in the memory (at most inner_depth < slots: the difference is exact)

@@ -66,12 +66,15 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def build(cfg: VTAConfig, *, waves: bool = False, verbose: bool = False) -> Path:
+def build(cfg: VTAConfig, *, waves: bool = False, verbose: bool = False,
+          poison: bool = False) -> Path:
     """Verilate the core for ``cfg`` once; later calls reuse the cached simulator.
 
-    Returns the build folder (``build/rtl/<config key>-<hash of the Verilog>``).
+    Returns the build folder (``build/rtl/<config key>-<hash of the Verilog>``). ``poison``:
+    the core whose block RAMs return garbage on a read-write collision (:mod:`hw.sram`).
     """
-    return build_verilog(core_verilog(cfg), TOPLEVEL, cfg.key, waves=waves, verbose=verbose)
+    return build_verilog(core_verilog(cfg, poison=poison), TOPLEVEL,
+                         cfg.key + ("-poison" if poison else ""), waves=waves, verbose=verbose)
 
 
 def build_verilog(text: str, toplevel: str, tag: str, *, waves: bool = False,
@@ -120,11 +123,12 @@ def _as_image(image) -> ProgramImage:
 
 
 def run_images(images, *, backpressure=None, waveform=None, max_cycles: int = 5_000_000,
-               workdir: Path | None = None) -> list[RtlResult]:
+               workdir: Path | None = None, poison: bool = False) -> list[RtlResult]:
     """Run images of one configuration in one simulator process; never raises on core errors.
 
     ``backpressure``: None, an int seed (the same for all images) or a list with one entry per
     image. ``waveform``: a path (``.vcd``) to write the trace of the run (one image only).
+    ``poison``: run the core whose colliding block-RAM reads return garbage (:func:`build`).
     """
     images = [_as_image(im) for im in images]
     if not images:
@@ -138,7 +142,7 @@ def run_images(images, *, backpressure=None, waveform=None, max_cycles: int = 5_
         raise ValueError("a waveform can only be recorded for a single image")
     if not isinstance(backpressure, (list, tuple)):
         backpressure = [backpressure] * len(images)
-    folder = build(cfg, waves=waveform is not None)
+    folder = build(cfg, waves=waveform is not None, poison=poison)
     from cocotb_tools.runner import get_runner
 
     tmp = Path(tempfile.mkdtemp(prefix="vta-rtl-", dir=workdir))

@@ -13,10 +13,17 @@ __all__ = ["core_verilog", "write_verilog", "shell_verilog"]
 
 
 @lru_cache(maxsize=8)
-def core_verilog(cfg: VTAConfig, name: str = "vta_core") -> str:
-    """The Verilog text of :class:`~hw.core.VTACore` for ``cfg`` (module ``name``)."""
+def core_verilog(cfg: VTAConfig, name: str = "vta_core", *, poison: bool = False) -> str:
+    """The Verilog text of :class:`~hw.core.VTACore` for ``cfg`` (module ``name``).
+
+    ``poison``: a simulation-only variant whose block RAMs return garbage on a read colliding
+    with a write (:func:`hw.sram.poisoned_collisions`)."""
     from .core import VTACore
-    return verilog.convert(VTACore(cfg), name=name, emit_src=False)
+    from .sram import poisoned_collisions
+    if not poison:
+        return verilog.convert(VTACore(cfg), name=name, emit_src=False)
+    with poisoned_collisions():
+        return verilog.convert(VTACore(cfg), name=name, emit_src=False)
 
 
 @lru_cache(maxsize=8)
