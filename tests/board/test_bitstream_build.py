@@ -46,3 +46,42 @@ def test_small_configuration_bitstream_and_report(tmp_path):
     assert clock["target_mhz"] == pytest.approx(cfg.target_mhz)
     assert clock["fmax_mhz"] > 0
     assert report["seed"] == 1 and "Yosys" in report["tools"]["yosys"]
+    from bitstreams.yosys import UNDEFINED_COLLISIONS
+    assert UNDEFINED_COLLISIONS in (tmp_path / "build" / f"{NAME}.ys").read_text()
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_undefined_collisions_leave_a_bare_block_ram(tmp_path, marked):
+    """A core block RAM (hw.sram) synthesised alone: with the build's commands, one DP16KD and
+    nothing else (its output register is the read port's); without them, Yosys's read-first
+    emulation in fabric (a delayed write, a bypass multiplexer)."""
+    import subprocess
+
+    from amaranth.back import rtlil
+    from amaranth.hdl import Module, Signal
+
+    from bitstreams.errors import ToolError
+    from bitstreams.tools import ready_tool
+    from bitstreams.yosys import UNDEFINED_COLLISIONS
+    from hw.sram import block_ram
+    try:
+        yosys = ready_tool("YOSYS")
+    except ToolError as exc:
+        pytest.skip(f"no FPGA tools: {exc}")
+    m = Module()
+    w, (r,) = block_ram(m, "ram", shape=36, depth=512)
+    waddr, raddr, wdata, rdata, we = (Signal(9), Signal(9), Signal(36), Signal(36), Signal())
+    m.d.comb += [w.addr.eq(waddr), w.data.eq(wdata), w.en.eq(we), r.addr.eq(raddr),
+                 rdata.eq(r.data)]
+    (tmp_path / "t.il").write_text(rtlil.convert(m, ports=[waddr, raddr, wdata, rdata, we]))
+    script = ("read_rtlil t.il\n" + (UNDEFINED_COLLISIONS if marked else "")
+              + "synth_ecp5 -top top\ntee -q -o stat.json stat -json\n")
+    (tmp_path / "t.ys").write_text(script)
+    subprocess.run([yosys, "-q", "t.ys"], cwd=tmp_path, check=True, timeout=600,
+                   capture_output=True)
+    cells = json.loads((tmp_path / "stat.json").read_text())["design"]["num_cells_by_type"]
+    assert cells.get("DP16KD") == 1
+    if marked:
+        assert set(cells) == {"DP16KD"}, cells
+    else:
+        assert cells.get("LUT4", 0) > 0 and cells.get("TRELLIS_FF", 0) > 36, cells
