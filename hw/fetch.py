@@ -51,14 +51,11 @@ class HeadFIFO(wiring.Component):
     straight to the head when nothing waits there and the head is empty or leaves. The ring
     is written at its free slot in every writing cycle, whether or not the entry stays there
     (only its pointer's advance waits for the read), so the late ``r_en`` reaches registers
-    only, not the LUT-RAM's write enable. The bits of ``r_data`` in ``zeroed`` (default: all)
-    are zero while ``r_rdy`` is low, so a reader's test of a head field needs no ``r_rdy``
-    beside it (Fmax: fetch's dispatch); the others are undefined then, so their load does not
-    wait for the late ``w_en`` (Fmax: the memory's beat reaches the write enable, §12)."""
+    only, not the LUT-RAM's write enable. ``r_data`` is zero while ``r_rdy`` is low, so a
+    reader's test of a head field needs no ``r_rdy`` beside it (Fmax: fetch's dispatch)."""
 
-    def __init__(self, width: int, depth: int, zeroed: "int | None" = None):
+    def __init__(self, width: int, depth: int):
         self._depth = depth
-        self._zeroed = (1 << width) - 1 if zeroed is None else zeroed
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
@@ -119,10 +116,7 @@ class HeadFIFO(wiring.Component):
             with m.If(some):
                 m.d.sync += [self.r_data.eq(rp.data), self.r_rdy.eq(1)]
             with m.Else():
-                # (the bits outside ``zeroed`` load ``w_data`` whether or not it is written)
-                full = (1 << len(self.w_data)) - 1
-                m.d.sync += [self.r_data.eq(self.w_data & Mux(do_write, full,
-                                                               full & ~self._zeroed)),
+                m.d.sync += [self.r_data.eq(Mux(do_write, self.w_data, 0)),
                              self.r_rdy.eq(do_write)]
         return m
 
@@ -172,10 +166,7 @@ class FetchModule(wiring.Component):
         # ``to``: the target queue one-hot, all zero for an illegal instruction, so a queue's
         # write enable is one AND of registers and that queue's ``w_rdy`` (Fmax, §12).
         entry = data.StructLayout({"word": 128, "to": 3, "illegal": 1, "code": ERR_BITS})
-        # (only ``to`` and ``illegal`` are read without a head: the word enters a queue with
-        # ``to``, the code leaves with ``illegal``)
-        zeroed = sum(((1 << entry[f].width) - 1) << entry[f].offset for f in ("to", "illegal"))
-        m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth, zeroed=zeroed)
+        m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth)
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
