@@ -26,7 +26,6 @@ from .levels import lut_levels
 from .progress import Progress, step_of
 from .report import make_report, summary_text
 from .tools import tool_env, tool_versions
-from .yosys import UNDEFINED_COLLISIONS
 
 __all__ = ["build_bitstream", "output_dir", "NAME", "BITSTREAMS_DIR"]
 
@@ -160,7 +159,6 @@ def build_bitstream(board: Board, cfg: VTAConfig, *, out: Path | None = None, se
     if work.exists():
         shutil.rmtree(work)
     plan = platform.build(top, name=NAME, build_dir=str(work), do_build=False,
-                          script_after_read=UNDEFINED_COLLISIONS,
                           script_after_synth=f"tee -q -o {NAME}.stat.json stat -json")
     plan.extract(str(work))
     # the bitstream of an earlier build goes before anything new is made; a synthesis-only

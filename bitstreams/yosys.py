@@ -20,5 +20,7 @@ def _undefined_collisions() -> str:
 
 #: Marks the collisions of the core's block RAMs (:mod:`hw.sram`) undefined, so that Yosys maps
 #: them to DP16KD without the fabric that would emulate Amaranth's old-data-on-collision promise
-#: (a delayed write and a bypass multiplexer after the read data).
+#: (a delayed write and a bypass multiplexer after the read data). Not in the build's script:
+#: measured on ecp5-large it placed and routed worse (docs/hardware.md §12, session 18); a
+#: Yosys script may add it after reading the design.
 UNDEFINED_COLLISIONS = _undefined_collisions()

@@ -21,7 +21,6 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from bitstreams.yosys import UNDEFINED_COLLISIONS
 from isa.config import VTAConfig
 from isa.errors import RejectedError, Unavailable
 
@@ -35,7 +34,6 @@ TOP = "vta_core"
 #: The Yosys script and the nextpnr options: with the tools' versions and the Verilog, what a
 #: result depends on (part of its cache key; the Python around them is not).
 YOSYS_SCRIPT = ("read_verilog -sv core.v\n"
-                + UNDEFINED_COLLISIONS       # as the bitstream's synthesis does (hw.sram)
                 + f"synth_ecp5 -top {TOP} -json core.json\n"
                 "tee -q -o stat.json stat -json\n")
 #: The record :func:`synthesize` leaves beside a finished netlist.

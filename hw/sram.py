@@ -7,8 +7,9 @@ the read data: a LUT and a route on every block-RAM path, docs/hardware.md §12)
 never uses a colliding read's data: the ACC readers forward every write landing in their read's
 cycle, a command queue never reads the entry being written, and the tokens and the compute
 sequence keep INP, WGT, UOP and OUT reads apart from their writes. So these memories carry
-:data:`COLLISION_ATTR`, and the build marks their collisions undefined
-(:data:`bitstreams.yosys.UNDEFINED_COLLISIONS`).
+:data:`COLLISION_ATTR`, and a synthesis may mark their collisions undefined
+(:data:`bitstreams.yosys.UNDEFINED_COLLISIONS`; the bitstream build does not yet: it placed
+and routed worse on ecp5-large, docs/hardware.md §12 session 18).
 
 That reasoning is checked, not trusted: elaborated inside :func:`poisoned_collisions` (the
 ``poison`` RTL build of :mod:`hw.rtlsim`), every read that collides with a write returns the
