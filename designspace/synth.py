@@ -34,7 +34,7 @@ TOP = "vta_core"
 #: The Yosys script and the nextpnr options: with the tools' versions and the Verilog, what a
 #: result depends on (part of its cache key; the Python around them is not).
 YOSYS_SCRIPT = ("read_verilog -sv core.v\n"
-                + f"synth_ecp5 -top {TOP} -json core.json\n"
+                f"synth_ecp5 -top {TOP} -json core.json\n"
                 "tee -q -o stat.json stat -json\n")
 #: The record :func:`synthesize` leaves beside a finished netlist.
 _DONE = "synth-done.json"

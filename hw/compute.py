@@ -16,8 +16,8 @@ from .dma import TensorLoader
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, alu_insn, gemm_insn, mem_insn
 from .gemm import GemmCore
-from .sram import block_ram
 from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
+from .sram import block_ram
 
 __all__ = ["ComputeModule", "narrow"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,9 +21,7 @@ def core_verilog(cfg: VTAConfig, name: str = "vta_core", *, poison: bool = False
     with a write (:func:`hw.sram.poisoned_collisions`)."""
     from .core import VTACore
     from .sram import poisoned_collisions
-    if not poison:
-        return verilog.convert(VTACore(cfg), name=name, emit_src=False)
-    with poisoned_collisions():
+    with poisoned_collisions() if poison else nullcontext():
         return verilog.convert(VTACore(cfg), name=name, emit_src=False)
 
 
