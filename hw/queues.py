@@ -50,16 +50,15 @@ class CommandQueue(wiring.Component):
     def elaborate(self, platform):
         assert self._depth >= 2, "CommandQueue keeps one entry in its output, the rest in memory"
         m = Module()
-        out_data, out_valid, level_one = self._fifo(m)
+        head, out_valid, level_one = self._fifo(m, platform)
         # The FIFO's output holds while it is not read: ``settled`` shifts in "the same entry
-        # as last cycle", and the head register copies it, so r_data equals it once settled.
+        # as last cycle", and the head register (the memory's output register: no route
+        # from the block RAM's slow output, §12) copies it, so r_data equals it once settled.
         stay = Signal()
         m.d.comb += stay.eq(out_valid & ~self.r_en)
         settled = Signal(HEAD_SETTLE)
         m.d.sync += settled.eq(Cat(stay, settled[:-1] & stay.replicate(HEAD_SETTLE - 1))
                                if HEAD_SETTLE > 1 else stay)
-        head = Signal(queue_entry())
-        m.d.sync += head.eq(out_data)
         # ``settled[-1]`` implies the FIFO's output is valid (an entry not read stays), so
         # r_rdy is the register itself (Fmax: the modules' start decision, §12 step 17).
         m.d.comb += [self.r_data.eq(head), self.r_rdy.eq(settled[-1]),
@@ -72,7 +71,7 @@ class CommandQueue(wiring.Component):
         m.d.comb += self.empty.eq(empty)
         return m
 
-    def _fifo(self, m):
+    def _fifo(self, m, platform):
         """The FIFO behind the head: Amaranth's ``SyncFIFOBuffered`` cycle for cycle (a
         memory of ``depth − 1`` entries read synchronously into its output, which is valid
         from the cycle after the read), made here so that its flags are registers: ``w_rdy``
@@ -83,10 +82,12 @@ class CommandQueue(wiring.Component):
         read-write collisions (:mod:`hw.sram`): the entry read is never the one written, as the
         memory holds at most ``depth − 1`` entries and is read only when not empty. Its count is
         the pointers' difference (no counter: its update would follow both handshakes).
-        Returns (output data, output valid, ``level == 1``)."""
+        Returns (the head: the output data a cycle later, from the block RAM's own output
+        register where it has one; output valid; ``level == 1``)."""
         inner_depth = self._depth - 1
         slots = 1 << inner_depth.bit_length()     # more than inner_depth
-        wp, (rp,) = block_ram(m, "storage", shape=len(self.w_data.as_value()), depth=slots)
+        wp, (rp,) = block_ram(m, "storage", shape=len(self.w_data.as_value()), depth=slots,
+                              out_reg=True, platform=platform)
         produce = Signal(range(slots))
         consume = Signal(range(slots))
         # the entries in the memory (at most inner_depth < slots: the difference is exact)

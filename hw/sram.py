@@ -23,10 +23,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import (Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Shape,
+                          Signal)
 from amaranth.lib.memory import Memory
 
-__all__ = ["COLLISION_ATTR", "MAX_READS", "block_ram", "poisoned_collisions", "PoisonedRead"]
+__all__ = ["COLLISION_ATTR", "MAX_READS", "block_ram", "poisoned_collisions", "ReadPort",
+           "DP16KD_MODES", "dp16kd", "on_ecp5"]
 
 #: The attribute (value ``"undefined"``) on a memory whose same-cycle read-write collisions
 #: the design never depends on.
@@ -49,29 +51,127 @@ def poisoned_collisions():
 
 
 @dataclass(frozen=True)
-class PoisonedRead:
-    """A read port's ``addr``, ``en`` and ``data``, the data inverted after a collision."""
+class ReadPort:
+    """A read port's ``addr``, ``en`` and ``data`` (a poisoned, registered or DP16KD read)."""
     addr: Signal
     en: Signal
     data: Signal
 
 
-def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1):
+@dataclass(frozen=True)
+class WritePort:
+    """A write port's ``addr``, ``data`` and ``en`` (one bit), as Amaranth's has them."""
+    addr: Signal
+    data: Signal
+    en: Signal
+
+
+def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1,
+              out_reg: bool = False, platform=None):
     """A memory ``name`` in ``m`` with one write port and ``reads`` synchronous read ports
     (data the cycle after the address, held while ``en`` is low); returns
-    ``(write_port, [read_port, ...])``."""
+    ``(write_port, [read_port, ...])``.
+
+    ``out_reg``: each read port's ``data`` is instead a register loaded in every cycle with
+    that data (so two cycles after the address; reset to zero). On an ECP5 ``platform`` and
+    with one read port this is the DP16KD's own output register (``REGMODE = "OUTREG"``), so
+    the register's users see no block-RAM clock-to-output (5.6 ns, docs/hardware.md §12)."""
     if not 1 <= reads <= MAX_READS:
         raise ValueError(f"a block RAM has 1 to {MAX_READS} read ports, not {reads}")
+    width = Shape.cast(shape).width
+    if out_reg and reads == 1 and on_ecp5(platform) and not _POISON.get() \
+            and depth <= max(DP16KD_MODES):
+        return _dp16kd_ram(m, name, width, depth)
     mem = Memory(shape=shape, depth=depth, init=[], attrs={COLLISION_ATTR: "undefined"})
     m.submodules[name] = mem
     wp = mem.write_port()
     rps = [mem.read_port() for _ in range(reads)]
     if _POISON.get():
         rps = [_poison(m, f"{name}_r{i}", wp, rp) for i, rp in enumerate(rps)]
+    if out_reg:
+        rps = [_registered(m, f"{name}_r{i}", rp, width) for i, rp in enumerate(rps)]
     return wp, rps
 
 
-def _poison(m: Module, name: str, wp, rp) -> PoisonedRead:
+def on_ecp5(platform) -> bool:
+    """Whether ``platform`` (an ``elaborate`` argument) builds for an ECP5."""
+    return getattr(platform, "family", None) == "ecp5"
+
+
+def _registered(m: Module, name: str, rp, width: int) -> ReadPort:
+    # the model of the DP16KD's output register (OCE high, reset with the domain)
+    data = Signal(width, name=f"{name}_q")
+    m.d.sync += data.eq(rp.data)
+    return ReadPort(rp.addr, rp.en, data)
+
+
+#: DP16KD modes: data width for each depth a single block holds (36 bits wide only as a
+#: simple dual-port RAM: port A writes, B reads, the data on both output buses).
+DP16KD_MODES = {512: 36, 1024: 18, 2048: 9, 4096: 4, 8192: 2, 16384: 1}
+# the mode's unused low address pins (byte enables in the 18- and 36-bit modes)
+_ADDR_SHIFT = {1: 0, 2: 1, 4: 2, 9: 3, 18: 4, 36: 5}
+
+
+def dp16kd(*, mode: int, waddr, raddr, wdata, we, ren, oce, dout, rst=0) -> Instance:
+    """One DP16KD in ``mode`` (data bits, a key of :data:`DP16KD_MODES`' values): port A
+    writes ``wdata`` at word ``waddr`` while ``we``, port B reads word ``raddr`` into its
+    latch while ``ren`` and the latch into its output register while ``oce`` (synchronous
+    reset ``rst``); ``dout`` is that register. Pins as Yosys's own ECP5 block-RAM map drives
+    them (``brams_map_16kd.v``), with both output registers on."""
+    bits = min(mode, 8) if mode < 18 else mode      # x9: one byte, its ninth bit unused
+    shift = _ADDR_SHIFT[mode]
+    pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(), "i_RSTA": rst, "i_RSTB": rst,
+            "i_OCEA": oce, "i_OCEB": oce, "i_CEB": ren, "i_WEB": 0}
+    wa_bits, ra_bits = Cat(waddr, Const(0, 14))[:14 - shift], Cat(raddr, Const(0, 14))[:14 - shift]
+    if mode == 36:            # write enable on CEA, the byte enables on ADA0-3
+        pins.update({"i_CEA": we, "i_WEA": 1})
+        low_a = [1, 1, 1, 1, 0]
+    elif mode == 18:          # byte enables on ADA0-1
+        pins.update({"i_CEA": 1, "i_WEA": we})
+        low_a = [1, 1, 0, 0]
+    else:
+        pins.update({"i_CEA": 1, "i_WEA": we})
+        low_a = [0] * shift
+    for k in range(14):
+        pins[f"i_ADA{k}"] = low_a[k] if k < shift else wa_bits[k - shift]
+        pins[f"i_ADB{k}"] = 0 if k < shift else ra_bits[k - shift]
+    for k in range(3):
+        pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
+    for k in range(18):
+        pins[f"i_DIA{k}"] = wdata[k] if k < min(bits, 18) else 0
+        pins[f"i_DIB{k}"] = wdata[18 + k] if mode == 36 else 0
+        if k < min(bits, 18):
+            pins[f"o_DOB{k}" if mode != 36 else f"o_DOA{k}"] = dout[k]
+        if mode == 36:
+            pins[f"o_DOB{k}"] = dout[18 + k]
+    return Instance("DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode,
+                    p_REGMODE_A="OUTREG" if mode == 36 else "NOREG", p_REGMODE_B="OUTREG",
+                    p_RESETMODE="SYNC", p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+                    p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED", **pins)
+
+
+def _dp16kd_ram(m: Module, name: str, width: int, depth: int):
+    """``block_ram(out_reg=True)`` of DP16KDs side by side, each a slice of the word in the
+    mode that holds the whole depth (no read multiplexer)."""
+    depth_pow2 = min(d for d in DP16KD_MODES if d >= depth)
+    mode = DP16KD_MODES[depth_pow2]
+    bits = min(mode, 8) if mode < 18 else mode
+    abits = max(1, (depth_pow2 - 1).bit_length())
+    wp = WritePort(Signal(abits, name=f"{name}_waddr"), Signal(width, name=f"{name}_wdata"),
+                   Signal(name=f"{name}_we"))
+    rp = ReadPort(Signal(abits, name=f"{name}_raddr"), Signal(name=f"{name}_ren"),
+                      Signal(width, name=f"{name}_q"))
+    for i, lo in enumerate(range(0, width, bits)):
+        n = min(bits, width - lo)
+        wdata, dout = Signal(bits, name=f"{name}_di{i}"), Signal(bits, name=f"{name}_do{i}")
+        m.d.comb += [wdata[:n].eq(wp.data[lo:lo + n]), rp.data[lo:lo + n].eq(dout[:n])]
+        m.submodules[f"{name}{i}"] = dp16kd(mode=mode, waddr=wp.addr, raddr=rp.addr,
+                                            wdata=wdata, we=wp.en, ren=rp.en, oce=1,
+                                            dout=dout, rst=ResetSignal())
+    return wp, [rp]
+
+
+def _poison(m: Module, name: str, wp, rp) -> ReadPort:
     # ``hit``: the data register was last loaded in a cycle that wrote the entry it read
     addr = Signal.like(rp.addr, name=f"{name}_addr")
     en = Signal(init=1, name=f"{name}_en")
@@ -80,4 +180,4 @@ def _poison(m: Module, name: str, wp, rp) -> PoisonedRead:
     m.d.comb += [rp.addr.eq(addr), rp.en.eq(en), data.eq(Mux(hit, ~rp.data, rp.data))]
     with m.If(en):
         m.d.sync += hit.eq(wp.en.any() & (wp.addr == addr))
-    return PoisonedRead(addr, en, data)
+    return ReadPort(addr, en, data)

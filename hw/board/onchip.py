@@ -7,7 +7,7 @@ port changes, this adapter is what changes.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from isa.config import VTAConfig
 
 from ..memport import MemPortSignature
+from ..sram import DP16KD_MODES, dp16kd
 from .bridge import WordBusSignature
 
 __all__ = ["SramSignature", "MemPortSram", "OnChipMemory"]
@@ -282,8 +283,9 @@ class OnChipMemory(wiring.Component):
 
 # DP16KD data width (bits of a word per block RAM) for a memory of each depth: one block RAM
 # holds the whole depth, so no block RAM's output passes a multiplexer; 9 is the x9 mode
-# (one byte and its unused parity bit).
-_DP16KD_WIDTH = {16384: 1, 8192: 2, 4096: 4, 2048: 9}
+# (one byte and its unused parity bit); wider modes would need byte enables (the host's
+# word writes).
+_DP16KD_WIDTH = {d: w for d, w in DP16KD_MODES.items() if w <= 9}
 
 
 # Block RAMs per copy of the registers that drive their pins (MemPortSram.lanes): 8 of the
@@ -320,32 +322,15 @@ def _dp16kd_memory(m, srams, oces, addr_bits):
     group's ``oce``)."""
     mode = _DP16KD_WIDTH[1 << addr_bits]
     bits = min(mode, 8)                      # data bits per block RAM
-    shift = {1: 0, 2: 1, 4: 2, 9: 3}[mode]   # the mode's unused low address pins
     i = 0
     for g, (sram, oce) in enumerate(zip(srams, oces)):
-        # one net per group and pin (the group's copy of the address), whatever the mode
-        waddr, raddr = Signal(14, name=f"dram_waddr{g}"), Signal(14, name=f"dram_raddr{g}")
-        m.d.comb += [waddr.eq(sram.waddr << shift), raddr.eq(sram.raddr << shift)]
         dout = []
         for lo in range(0, len(sram.wdata), bits):
             do = Signal(bits, name=f"dram_do{i}")
             dout.append(do)
-            pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(),
-                    "i_CEA": 1, "i_OCEA": 1, "i_RSTA": 0, "i_WEA": sram.wen[lo // 8],
-                    "i_CEB": sram.ren, "i_OCEB": oce, "i_RSTB": 0, "i_WEB": 0}
-            for k in range(14):
-                pins[f"i_ADA{k}"], pins[f"i_ADB{k}"] = waddr[k], raddr[k]
-            for k in range(3):
-                pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
-            for k in range(18):
-                pins[f"i_DIA{k}"] = sram.wdata[lo + k] if k < bits else 0
-                pins[f"i_DIB{k}"] = 0
-                if k < bits:
-                    pins[f"o_DOB{k}"] = do[k]
-            m.submodules[f"dram{i}"] = Instance(
-                "DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode, p_REGMODE_A="NOREG",
-                p_REGMODE_B="OUTREG", p_RESETMODE="SYNC", p_CSDECODE_A="0b000",
-                p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL",
-                p_GSR="DISABLED", **pins)
+            m.submodules[f"dram{i}"] = dp16kd(mode=mode, waddr=sram.waddr, raddr=sram.raddr,
+                                              wdata=sram.wdata[lo:lo + bits],
+                                              we=sram.wen[lo // 8], ren=sram.ren, oce=oce,
+                                              dout=do)
             i += 1
         m.d.comb += sram.rdata.eq(Cat(*dout))

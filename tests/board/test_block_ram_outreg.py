@@ -1,0 +1,87 @@
+"""``hw.sram.block_ram(out_reg=True)``: on an ECP5 platform the read data register is the
+DP16KD's own output register (the command queues' heads, docs/hardware.md §12 session 20);
+elsewhere an inferred memory and a fabric register of the same behaviour, which the queue
+tests (tests/hw/test_blocks.py, the RTL conformance runs) simulate."""
+
+import math
+import re
+
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+from hw.fields import queue_entry
+from hw.queues import CommandQueue
+from hw.sram import DP16KD_MODES, block_ram
+from isa.config import load_config
+
+
+def _dp16kds(text):
+    """[(parameters, pins)] of every DP16KD instance in Verilog ``text``."""
+    out = []
+    for params, body in re.findall(r"DP16KD\s*#\((.*?)\)\s*\w+\s*\((.*?)\);", text, re.S):
+        p = dict(re.findall(r"\.(\w+)\(([^)]*)\)", params))
+        pins = dict(re.findall(r"\.(\w+)\(([^)]*)\)", body))
+        out.append((p, pins))
+    return out
+
+
+class _Ram(wiring.Component):
+    def __init__(self, width, depth):
+        self._width, self._depth = width, depth
+        abits = (depth - 1).bit_length()
+        super().__init__({"waddr": In(abits), "wdata": In(width), "we": In(1),
+                          "raddr": In(abits), "ren": In(1), "q": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        wp, (rp,) = block_ram(m, "ram", shape=self._width, depth=self._depth, out_reg=True,
+                              platform=platform)
+        m.d.comb += [wp.addr.eq(self.waddr), wp.data.eq(self.wdata), wp.en.eq(self.we),
+                     rp.addr.eq(self.raddr), rp.en.eq(self.ren), self.q.eq(rp.data)]
+        return m
+
+
+def test_command_queue_head_is_the_block_rams_output_register():
+    cfg = load_config("ecp5-large")
+    width = queue_entry().size
+    text = verilog.convert(CommandQueue(cfg), platform=ULX3S_85F_Platform(), name="q",
+                           emit_src=False)
+    insts = _dp16kds(text)
+    assert len(insts) == math.ceil(width / 36)          # 512 slots: the 36-bit mode
+    for params, pins in insts:
+        assert params["DATA_WIDTH_A"] == params["DATA_WIDTH_B"] == "32'd36"
+        assert params["REGMODE_A"] == params["REGMODE_B"] == '"OUTREG"'
+        assert pins["OCEA"] == pins["OCEB"] == "1'h1"
+        assert pins["WEA"] == "1'h1" and pins["WEB"] == "1'h0"
+        assert [pins[f"ADA{k}"] for k in range(5)] == ["1'h1"] * 4 + ["1'h0"]
+        assert all(pins[f"ADB{k}"] == "1'h0" for k in range(5))
+        assert pins["RSTA"] == pins["RSTB"] == "rst"
+    # no fabric register holds the head: r_data comes from the block RAMs' output pins
+    assert "storage_r0_q" not in text and "reg [159:0]" not in text
+
+
+def test_without_an_ecp5_platform_the_register_is_modelled():
+    text = verilog.convert(CommandQueue(load_config("ecp5-large")), name="q", emit_src=False)
+    assert _dp16kds(text) == [] and "storage_r0_q" in text
+
+
+@pytest.mark.parametrize("depth", sorted(DP16KD_MODES))
+def test_each_depth_takes_the_mode_that_holds_it(depth):
+    mode = DP16KD_MODES[depth]
+    width = 40
+    bits = mode if mode >= 18 else min(mode, 8)
+    shift = {1: 0, 2: 1, 4: 2, 9: 3, 18: 4, 36: 5}[mode]
+    text = verilog.convert(_Ram(width, depth), platform=ULX3S_85F_Platform(), name="r",
+                           emit_src=False)
+    insts = _dp16kds(text)
+    assert len(insts) == math.ceil(width / bits)
+    for params, pins in insts:
+        assert params["DATA_WIDTH_B"] == f"32'd{mode}" and params["REGMODE_B"] == '"OUTREG"'
+        # the word address starts above the mode's unused (or byte-enable) pins
+        assert re.fullmatch(r"raddr\[0\]", pins[f"ADB{shift}"]), pins[f"ADB{shift}"]
+        assert re.fullmatch(r"waddr\[0\]", pins[f"ADA{shift}"]), pins[f"ADA{shift}"]
+        assert pins["CEB"] == "ren"
