@@ -86,8 +86,11 @@ class VTACore(wiring.Component):
         store reads). Block RAMs with one synchronous read port each (data the cycle after the
         address); the modules' contracts account for it."""
         cfg = self._cfg
-        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth)
-        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth)
+        # INP and WGT are read through their output registers (the GEMM's S3, hw/gemm.py)
+        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth,
+                                    out_reg=True, platform=platform)
+        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth,
+                                    out_reg=True, platform=platform)
         out_w, (out_r,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth)
         m.d.comb += [
             inp_w.addr.eq(load.inp_waddr), inp_w.data.eq(load.inp_wdata), inp_w.en.eq(load.inp_wen),

@@ -73,15 +73,15 @@ def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1,
     ``(write_port, [read_port, ...])``.
 
     ``out_reg``: each read port's ``data`` is instead a register loaded in every cycle with
-    that data (so two cycles after the address; reset to zero). On an ECP5 ``platform`` and
-    with one read port this is the DP16KD's own output register (``REGMODE = "OUTREG"``), so
-    the register's users see no block-RAM clock-to-output (5.6 ns, docs/hardware.md §12)."""
+    that data (so two cycles after the address; reset to zero). On an ECP5 ``platform`` this
+    is the DP16KD's own output register (``REGMODE = "OUTREG"``; a copy of the memory per
+    read port), so the register's users see no block-RAM clock-to-output (5.6 ns,
+    docs/hardware.md §12)."""
     if not 1 <= reads <= MAX_READS:
         raise ValueError(f"a block RAM has 1 to {MAX_READS} read ports, not {reads}")
     width = Shape.cast(shape).width
-    if out_reg and reads == 1 and on_ecp5(platform) and not _POISON.get() \
-            and depth <= max(DP16KD_MODES):
-        return _dp16kd_ram(m, name, width, depth)
+    if out_reg and on_ecp5(platform) and not _POISON.get() and depth <= max(DP16KD_MODES):
+        return _dp16kd_ram(m, name, width, depth, reads)
     mem = Memory(shape=shape, depth=depth, init=[], attrs={COLLISION_ATTR: "undefined"})
     m.submodules[name] = mem
     wp = mem.write_port()
@@ -150,34 +150,28 @@ def dp16kd(*, mode: int, waddr, raddr, wdata, we, ren, oce, dout, rst=0) -> Inst
                     p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED", **pins)
 
 
-def _dp16kd_ram(m: Module, name: str, width: int, depth: int):
+def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int):
     """``block_ram(out_reg=True)`` of DP16KDs side by side, each a slice of the word in the
-    mode that holds the whole depth (no read multiplexer)."""
+    mode that holds the whole depth (no read multiplexer); one such copy per read port,
+    all written alike (as Yosys maps a memory with several read ports)."""
     depth_pow2 = min(d for d in DP16KD_MODES if d >= depth)
     mode = DP16KD_MODES[depth_pow2]
     bits = min(mode, 8) if mode < 18 else mode
     abits = max(1, (depth_pow2 - 1).bit_length())
     wp = WritePort(Signal(abits, name=f"{name}_waddr"), Signal(width, name=f"{name}_wdata"),
                    Signal(name=f"{name}_we"))
-    rp = ReadPort(Signal(abits, name=f"{name}_raddr"), Signal(name=f"{name}_ren"),
-                      Signal(width, name=f"{name}_q"))
-    for i, lo in enumerate(range(0, width, bits)):
-        n = min(bits, width - lo)
-        wdata, dout = Signal(bits, name=f"{name}_di{i}"), Signal(bits, name=f"{name}_do{i}")
-        m.d.comb += [wdata[:n].eq(wp.data[lo:lo + n]), rp.data[lo:lo + n].eq(dout[:n])]
-        m.submodules[f"{name}{i}"] = dp16kd(mode=mode, waddr=wp.addr, raddr=rp.addr,
-                                            wdata=wdata, we=wp.en, ren=rp.en, oce=1,
-                                            dout=dout, rst=ResetSignal())
-    return wp, [rp]
-
-
-def _poison(m: Module, name: str, wp, rp) -> ReadPort:
-    # ``hit``: the data register was last loaded in a cycle that wrote the entry it read
-    addr = Signal.like(rp.addr, name=f"{name}_addr")
-    en = Signal(init=1, name=f"{name}_en")
-    data = Signal.like(rp.data, name=f"{name}_data")
-    hit = Signal(name=f"{name}_collided")
-    m.d.comb += [rp.addr.eq(addr), rp.en.eq(en), data.eq(Mux(hit, ~rp.data, rp.data))]
-    with m.If(en):
-        m.d.sync += hit.eq(wp.en.any() & (wp.addr == addr))
-    return ReadPort(addr, en, data)
+    rps = []
+    for r in range(reads):
+        sfx = f"_r{r}" if reads > 1 else ""
+        rp = ReadPort(Signal(abits, name=f"{name}{sfx}_raddr"), Signal(name=f"{name}{sfx}_ren", init=1),
+                      Signal(width, name=f"{name}{sfx}_q"))
+        for i, lo in enumerate(range(0, width, bits)):
+            n = min(bits, width - lo)
+            wdata = Signal(bits, name=f"{name}{sfx}_di{i}")
+            dout = Signal(bits, name=f"{name}{sfx}_do{i}")
+            m.d.comb += [wdata[:n].eq(wp.data[lo:lo + n]), rp.data[lo:lo + n].eq(dout[:n])]
+            m.submodules[f"{name}{sfx}{i}"] = dp16kd(
+                mode=mode, waddr=wp.addr, raddr=rp.addr, wdata=wdata, we=wp.en, ren=rp.en,
+                oce=1, dout=dout, rst=ResetSignal())
+        rps.append(rp)
+    return wp, rps
