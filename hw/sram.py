@@ -15,6 +15,10 @@ That reasoning is checked, not trusted: elaborated inside :func:`poisoned_collis
 ``poison`` RTL build of :mod:`hw.rtlsim`), every read that collides with a write returns the
 inverse of the old data, and the conformance programs must still give the functional
 simulator's DRAM (tests/hw/test_rtl_collisions.py).
+
+A read register right behind a block RAM (the command queues' heads, the GEMM's and the ALU's
+data registers) is the memory's own (``out_reg``): on an ECP5 the DP16KD's output register,
+instantiated here because Yosys never infers it; elsewhere a fabric register that behaves alike.
 """
 
 from __future__ import annotations
@@ -175,3 +179,15 @@ def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int):
                 oce=1, dout=dout, rst=ResetSignal())
         rps.append(rp)
     return wp, rps
+
+
+def _poison(m: Module, name: str, wp, rp) -> ReadPort:
+    # ``hit``: the data register was last loaded in a cycle that wrote the entry it read
+    addr = Signal.like(rp.addr, name=f"{name}_addr")
+    en = Signal(init=1, name=f"{name}_en")
+    data = Signal.like(rp.data, name=f"{name}_data")
+    hit = Signal(name=f"{name}_collided")
+    m.d.comb += [rp.addr.eq(addr), rp.en.eq(en), data.eq(Mux(hit, ~rp.data, rp.data))]
+    with m.If(en):
+        m.d.sync += hit.eq(wp.en.any() & (wp.addr == addr))
+    return ReadPort(addr, en, data)
