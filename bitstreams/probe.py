@@ -64,8 +64,8 @@ class GemmWithBuffers(wiring.Component):
                 "acc": (cfg.acc_elem_bits, cfg.log_acc_depth)}
 
     def elaborate(self, platform):
+        from amaranth.lib.memory import Memory
         from hw.gemm import GemmCore
-        from hw.sram import block_ram
         m = Module()
         cfg = self._cfg
         m.submodules.gemm = g = GemmCore(cfg)
@@ -73,9 +73,8 @@ class GemmWithBuffers(wiring.Component):
                      self.err.eq(g.err), self.uop_done.eq(g.uop_done),
                      self.acc_wdata.eq(g.acc_wdata)]
         for b, (width, log_depth) in self._buffers(cfg).items():
-            # INP, WGT and ACC through read registers, as the core has them (hw/gemm.py)
-            w, (r,) = block_ram(m, b, shape=width, depth=1 << log_depth, out_reg=b != "uop",
-                                platform=platform)
+            m.submodules[b] = mem = Memory(shape=width, depth=1 << log_depth, init=[])
+            w, r = mem.write_port(), mem.read_port()
             m.d.comb += [r.addr.eq(getattr(g, f"{b}_raddr")),
                          getattr(g, f"{b}_rdata").eq(r.data)]
             waddr, wdata, wen = (getattr(self, f"{b}_load_{k}") for k in ("addr", "data", "en"))

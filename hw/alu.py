@@ -170,8 +170,7 @@ class TensorAlu(wiring.Component):
     micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
     index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
     ``err``, the forward compares (against S4–S8) into registers; S3 the block RAMs' data
-    registered (``acc_rdata``/``src_rdata`` are the ACC buffer's read registers, the entry
-    addressed two cycles before: ``hw.sram.block_ram(out_reg=True)``), the operand selects registered (which micro-op ahead, now in S5–S8 or the last
+    registered, the operand selects registered (which micro-op ahead, now in S5–S8 or the last
     write, writes the entry); S4 operands registered (data or forwarded, the immediate folded
     in); S5 BATCH × BLOCK_OUT lanes compute a + b, SHR's shift, MIN/MAX's compare and SHR's
     far tests (as a one-hot pick of the result) into registers, and MUL's multipliers load
@@ -343,8 +342,8 @@ class TensorAlu(wiring.Component):
         r8, last_data, last2_data = (Signal(bits, name=n) for n in ("r8", "last_data",
                                                                     "last2_data"))
         ram_a, ram_b = Signal(bits, name="ram_a4"), Signal(bits, name="ram_b4")
-        # S3: the block RAMs' output registers (the ports' read registers)
-        m.d.comb += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
+        # S3: the block RAMs' outputs straight into registers
+        m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
         a5, b5 = Signal(bits, name="a5"), Signal(bits, name="b5")
         s6_pick, s7 = self._lanes(m, ops, a5, b5)
 

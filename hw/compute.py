@@ -47,8 +47,7 @@ class ComputeModule(wiring.Component):
     in its RETIRE cycle.
     FINISH and no-ops (``x_size == 0``) take two cycles (START, RETIRE).
     Every write of ACC also writes the narrowed value into OUT (``out_w*``), so the OUT buffer
-    always equals the low OUT-width bits of ACC. ``inp_rdata``/``wgt_rdata`` are the INP/WGT
-    buffers' read registers (the entry addressed two cycles before, :class:`~hw.gemm.GemmCore`).
+    always equals the low OUT-width bits of ACC.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -71,8 +70,7 @@ class ComputeModule(wiring.Component):
         cfg = self._cfg
         uop_w, (uop_r,) = block_ram(m, "uop_buf", shape=32, depth=cfg.uop_depth)
         acc_w, (acc_ra, acc_rb) = block_ram(m, "acc_buf", shape=cfg.acc_elem_bits,
-                                            depth=cfg.acc_depth, reads=2, out_reg=True,
-                                            platform=platform)
+                                            depth=cfg.acc_depth, reads=2)
 
         m.submodules.ld_uop = ld_uop = TensorLoader(cfg, elem_bytes=cfg.uop_elem_bytes,
                                                     sram_bits=32, addr_bits=cfg.log_uop_depth)

@@ -74,24 +74,20 @@ class VTACore(wiring.Component):
         m.submodules.arbiter = arb = MemArbiter(cfg)
         modules = (load, compute, store)
 
-        self._buffers(m, platform, load, compute, store)
+        self._buffers(m, load, compute, store)
         self._memory(m, fetch, modules, arb)
         self._queues(m, fetch, queues, modules, tok)
         ctl = self._control(m, go, fetch, modules, queues, arb)
         self._counters(m, go, ctl, fetch, modules, arb)
         return top
 
-    def _buffers(self, m, platform, load, compute, store):
+    def _buffers(self, m, load, compute, store):
         """The shared buffers: INP, WGT (load writes, compute reads), OUT (compute writes,
-        store reads). Block RAMs with one synchronous read port each: OUT's data the cycle after
-        the address, INP's and WGT's through a read register a cycle later
-        (``block_ram(out_reg=True)``); the modules' contracts account for it."""
+        store reads). Block RAMs with one synchronous read port each (data the cycle after the
+        address); the modules' contracts account for it."""
         cfg = self._cfg
-        # INP and WGT are read through their output registers (the GEMM's S3, hw/gemm.py)
-        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth,
-                                    out_reg=True, platform=platform)
-        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth,
-                                    out_reg=True, platform=platform)
+        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth)
+        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth)
         out_w, (out_r,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth)
         m.d.comb += [
             inp_w.addr.eq(load.inp_waddr), inp_w.data.eq(load.inp_wdata), inp_w.en.eq(load.inp_wen),

@@ -27,11 +27,9 @@ class GemmCore(wiring.Component):
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
     for N + 9 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
     and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
-    registered (``inp_rdata``/``wgt_rdata`` are the buffers' read registers, the entry
-    addressed two cycles before: ``hw.sram.block_ram(out_reg=True)``); S4 the operands into the multipliers' input registers (``hw.dsp``); S5
+    registered; S4 the operands into the multipliers' input registers (``hw.dsp``); S5
     products in the multipliers' output registers, ACC read; S6 products copied into fabric
-    registers (a route only), ACC data registered (``acc_rdata``, the buffer's read register
-    likewise); S7 half sums
+    registers (a route only), ACC data registered (straight from the block RAM); S7 half sums
     registered, ACC operand registered (the data or forwarded); S8 operand + half sums into a
     result register; S9 write. Every block-RAM output goes
     straight into a register, and no multiplier shares a cycle with an add, nor the add
@@ -144,9 +142,7 @@ class GemmCore(wiring.Component):
         x4, w4 = Signal(cfg.inp_elem_bits), Signal(cfg.wgt_elem_bits)
         v = {k: Signal(name=f"v{k}") for k in range(4, 8)}
         a = {k: Signal(cfg.log_acc_depth, name=f"a{k}") for k in range(4, 8)}
-        # S3's data registers are the buffers' read registers (block RAM output registers)
-        m.d.comb += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata)]
-        m.d.sync += [v[4].eq(v3), a[4].eq(a3)]
+        m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v[4].eq(v3), a[4].eq(a3)]
         m.d.sync += [s.eq(d[k - 1]) for d in (v, a) for k, s in d.items() if k > 4]
         prods = {}
         for b in range(nb):
@@ -194,7 +190,7 @@ class GemmCore(wiring.Component):
         acc8, r9, last_data, last2_data, data7 = (
             Signal(cfg.acc_elem_bits, name=n)
             for n in ("acc8", "r9", "last_data", "last2_data", "data7"))
-        m.d.comb += data7.eq(self.acc_rdata)      # S6: the block RAM's output register
+        m.d.sync += data7.eq(self.acc_rdata)      # S6: the block RAM's output, registered
         # S6: who writes a6's entry last among those S7's select sees (newest wins), one-hot,
         # from index compares made a cycle ahead and registered (S5's a5 is S6's a6 then, and
         # what is in S8, S9 and the last write was in S7, S8 and S9: no stage holds)

@@ -30,18 +30,20 @@ def _dp16kds(text):
 
 
 class _Ram(wiring.Component):
-    def __init__(self, width, depth):
-        self._width, self._depth = width, depth
+    def __init__(self, width, depth, reads=1):
+        self._width, self._depth, self._reads = width, depth, reads
         abits = (depth - 1).bit_length()
         super().__init__({"waddr": In(abits), "wdata": In(width), "we": In(1),
-                          "raddr": In(abits), "ren": In(1), "q": Out(width)})
+                          "raddr": In(abits), "ren": In(1), "q": Out(width),
+                          "q2": Out(width)})
 
     def elaborate(self, platform):
         m = Module()
-        wp, (rp,) = block_ram(m, "ram", shape=self._width, depth=self._depth, out_reg=True,
-                              platform=platform)
-        m.d.comb += [wp.addr.eq(self.waddr), wp.data.eq(self.wdata), wp.en.eq(self.we),
-                     rp.addr.eq(self.raddr), rp.en.eq(self.ren), self.q.eq(rp.data)]
+        wp, rps = block_ram(m, "ram", shape=self._width, depth=self._depth, out_reg=True,
+                            reads=self._reads, platform=platform)
+        m.d.comb += [wp.addr.eq(self.waddr), wp.data.eq(self.wdata), wp.en.eq(self.we)]
+        for rp, q in zip(rps, (self.q, self.q2)):
+            m.d.comb += [rp.addr.eq(self.raddr), rp.en.eq(self.ren), q.eq(rp.data)]
         return m
 
 
@@ -85,3 +87,12 @@ def test_each_depth_takes_the_mode_that_holds_it(depth):
         assert re.fullmatch(r"raddr\[0\]", pins[f"ADB{shift}"]), pins[f"ADB{shift}"]
         assert re.fullmatch(r"waddr\[0\]", pins[f"ADA{shift}"]), pins[f"ADA{shift}"]
         assert pins["CEB"] == "ren"
+
+
+def test_two_read_ports_are_two_copies_written_alike():
+    text = verilog.convert(_Ram(36, 512, reads=2), platform=ULX3S_85F_Platform(), name="r",
+                           emit_src=False)
+    insts = _dp16kds(text)
+    assert len(insts) == 2
+    assert {pins["DIA0"] for _, pins in insts} == {"wdata[0]"}
+    assert {pins["CEA"] for _, pins in insts} == {"we"}

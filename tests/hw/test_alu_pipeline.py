@@ -39,10 +39,9 @@ class _Bench(Elaboratable):
                                           init=self.acc)
         ur, ra, rb, w = ubuf.read_port(), abuf.read_port(), abuf.read_port(), abuf.write_port()
         self.abuf = abuf
-        # the ACC reads through read registers, as hw.sram.block_ram(out_reg=True) gives them
-        m.d.sync += [alu.acc_rdata.eq(ra.data), alu.src_rdata.eq(rb.data)]
         m.d.comb += [ur.addr.eq(alu.uop_raddr), alu.uop_rdata.eq(ur.data),
-                     ra.addr.eq(alu.acc_raddr), rb.addr.eq(alu.src_raddr),
+                     ra.addr.eq(alu.acc_raddr), alu.acc_rdata.eq(ra.data),
+                     rb.addr.eq(alu.src_raddr), alu.src_rdata.eq(rb.data),
                      w.addr.eq(alu.acc_waddr), w.data.eq(alu.acc_wdata), w.en.eq(alu.acc_wen)]
         return m
 

@@ -63,10 +63,10 @@ class _Bench(Elaboratable):
         self.abuf = abuf
         ur, ir, wr = ubuf.read_port(), ibuf.read_port(), wbuf.read_port()
         ar, aw = abuf.read_port(), abuf.write_port()
-        # INP, WGT and ACC read through read registers, as hw.sram.block_ram(out_reg=True)
-        m.d.sync += [g.inp_rdata.eq(ir.data), g.wgt_rdata.eq(wr.data), g.acc_rdata.eq(ar.data)]
         m.d.comb += [ur.addr.eq(g.uop_raddr), g.uop_rdata.eq(ur.data),
-                     ir.addr.eq(g.inp_raddr), wr.addr.eq(g.wgt_raddr), ar.addr.eq(g.acc_raddr),
+                     ir.addr.eq(g.inp_raddr), g.inp_rdata.eq(ir.data),
+                     wr.addr.eq(g.wgt_raddr), g.wgt_rdata.eq(wr.data),
+                     ar.addr.eq(g.acc_raddr), g.acc_rdata.eq(ar.data),
                      aw.addr.eq(g.acc_waddr), aw.data.eq(g.acc_wdata), aw.en.eq(g.acc_wen)]
         return m
 
