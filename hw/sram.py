@@ -34,7 +34,7 @@ from amaranth.hdl import (Cat, ClockSignal, Const, Instance, Module, Mux, ResetS
 from amaranth.lib.memory import Memory
 
 __all__ = ["COLLISION_ATTR", "MAX_READS", "block_ram", "poisoned_collisions", "ReadPort",
-           "DP16KD_MODES", "dp16kd", "on_ecp5"]
+           "DP16KD_MODES", "dp16kd", "dp16kd_data_bits", "on_ecp5"]
 
 #: The attribute (value ``"undefined"``) on a memory whose same-cycle read-write collisions
 #: the design never depends on.
@@ -118,17 +118,24 @@ DP16KD_MODES = {512: 36, 1024: 18, 2048: 9, 4096: 4, 8192: 2, 16384: 1}
 _ADDR_SHIFT = {1: 0, 2: 1, 4: 2, 9: 3, 18: 4, 36: 5}
 
 
+def dp16kd_data_bits(mode: int) -> int:
+    """Data bits a DP16KD holds per word in ``mode``: the mode's width, but one byte in the
+    9-bit mode (its ninth, parity bit unused)."""
+    return min(mode, 8) if mode < 18 else mode
+
+
 def dp16kd(*, mode: int, waddr, raddr, wdata, we, ren, oce, dout, rst=0) -> Instance:
     """One DP16KD in ``mode`` (data bits, a key of :data:`DP16KD_MODES`' values): port A
     writes ``wdata`` at word ``waddr`` while ``we``, port B reads word ``raddr`` into its
     latch while ``ren`` and the latch into its output register while ``oce`` (synchronous
     reset ``rst``); ``dout`` is that register. Pins as Yosys's own ECP5 block-RAM map drives
     them (``brams_map_16kd.v``), with both output registers on."""
-    bits = min(mode, 8) if mode < 18 else mode      # x9: one byte, its ninth bit unused
+    bits = dp16kd_data_bits(mode)
     shift = _ADDR_SHIFT[mode]
     pins = {"i_CLKA": ClockSignal(), "i_CLKB": ClockSignal(), "i_RSTA": rst, "i_RSTB": rst,
             "i_OCEA": oce, "i_OCEB": oce, "i_CEB": ren, "i_WEB": 0}
-    wa_bits, ra_bits = Cat(waddr, Const(0, 14))[:14 - shift], Cat(raddr, Const(0, 14))[:14 - shift]
+    wa_bits = Cat(waddr, Const(0, 14))[:14 - shift]
+    ra_bits = Cat(raddr, Const(0, 14))[:14 - shift]
     if mode == 36:            # write enable on CEA, the byte enables on ADA0-3
         pins.update({"i_CEA": we, "i_WEA": 1})
         low_a = [1, 1, 1, 1, 0]
@@ -143,12 +150,15 @@ def dp16kd(*, mode: int, waddr, raddr, wdata, we, ren, oce, dout, rst=0) -> Inst
         pins[f"i_ADB{k}"] = 0 if k < shift else ra_bits[k - shift]
     for k in range(3):
         pins[f"i_CSA{k}"] = pins[f"i_CSB{k}"] = 0
+    # the data's low 18 bits on port A's input and (36-bit mode) port A's output bus, the
+    # rest on port B's; narrower modes read on port B alone
+    low_out = "DOA" if mode == 36 else "DOB"
     for k in range(18):
-        pins[f"i_DIA{k}"] = wdata[k] if k < min(bits, 18) else 0
-        pins[f"i_DIB{k}"] = wdata[18 + k] if mode == 36 else 0
-        if k < min(bits, 18):
-            pins[f"o_DOB{k}" if mode != 36 else f"o_DOA{k}"] = dout[k]
-        if mode == 36:
+        pins[f"i_DIA{k}"] = wdata[k] if k < bits else 0
+        pins[f"i_DIB{k}"] = wdata[18 + k] if bits > 18 else 0
+        if k < bits:
+            pins[f"o_{low_out}{k}"] = dout[k]
+        if bits > 18:
             pins[f"o_DOB{k}"] = dout[18 + k]
     return Instance("DP16KD", p_DATA_WIDTH_A=mode, p_DATA_WIDTH_B=mode,
                     p_REGMODE_A="OUTREG" if mode == 36 else "NOREG", p_REGMODE_B="OUTREG",
@@ -162,14 +172,15 @@ def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int):
     all written alike (as Yosys maps a memory with several read ports)."""
     depth_pow2 = min(d for d in DP16KD_MODES if d >= depth)
     mode = DP16KD_MODES[depth_pow2]
-    bits = min(mode, 8) if mode < 18 else mode
+    bits = dp16kd_data_bits(mode)
     abits = max(1, (depth_pow2 - 1).bit_length())
     wp = WritePort(Signal(abits, name=f"{name}_waddr"), Signal(width, name=f"{name}_wdata"),
                    Signal(name=f"{name}_we"))
     rps = []
     for r in range(reads):
         sfx = f"_r{r}" if reads > 1 else ""
-        rp = ReadPort(Signal(abits, name=f"{name}{sfx}_raddr"), Signal(name=f"{name}{sfx}_ren", init=1),
+        rp = ReadPort(Signal(abits, name=f"{name}{sfx}_raddr"),
+                      Signal(name=f"{name}{sfx}_ren", init=1),
                       Signal(width, name=f"{name}{sfx}_q"))
         for i, lo in enumerate(range(0, width, bits)):
             n = min(bits, width - lo)

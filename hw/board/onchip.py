@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 from isa.config import VTAConfig
 
 from ..memport import MemPortSignature
-from ..sram import DP16KD_MODES, dp16kd
+from ..sram import DP16KD_MODES, dp16kd, dp16kd_data_bits
 from .bridge import WordBusSignature
 
 __all__ = ["SramSignature", "MemPortSram", "OnChipMemory"]
@@ -298,7 +298,7 @@ def _group_bits(depth, width):
     the whole word where no single DP16KD mode holds the depth (the model's fallback)."""
     if depth not in _DP16KD_WIDTH:
         return width
-    return min(width, _BRAMS_PER_COPY * min(_DP16KD_WIDTH[depth], 8))
+    return min(width, _BRAMS_PER_COPY * dp16kd_data_bits(_DP16KD_WIDTH[depth]))
 
 
 def _modelled_memory(m, srams, oces, depth):
@@ -321,7 +321,7 @@ def _dp16kd_memory(m, srams, oces, addr_bits):
     group's word: port A writes, port B reads into its output register (loaded when its
     group's ``oce``)."""
     mode = _DP16KD_WIDTH[1 << addr_bits]
-    bits = min(mode, 8)                      # data bits per block RAM
+    bits = dp16kd_data_bits(mode)            # data bits per block RAM
     i = 0
     for g, (sram, oce) in enumerate(zip(srams, oces)):
         dout = []
