@@ -170,7 +170,17 @@ class FetchModule(wiring.Component):
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
-        wiring.connect(m, wiring.flipped(self.port), reader.port)
+        # The memory's beats pass one register before the reader and the buffer: fetch's
+        # reader is placed far from both the arbiter and the buffer, and the beat's valid was
+        # the critical path (route, reader, route, buffer bookkeeping; §12 session 19). The
+        # reader's ``rd.ready`` is always high (its ``out.ready`` is, and an instruction is at
+        # least one beat), so a plain register is exact: every beat arrives one cycle later.
+        rd = reader.port.rd
+        m.d.comb += [self.port.rcmd.valid.eq(reader.port.rcmd.valid),
+                     self.port.rcmd.payload.eq(reader.port.rcmd.payload),
+                     reader.port.rcmd.ready.eq(self.port.rcmd.ready),
+                     self.port.rd.ready.eq(1)]
+        m.d.sync += [rd.valid.eq(self.port.rd.valid), rd.payload.eq(self.port.rd.payload)]
         running = Signal()
         run_end = Signal()          # ``running`` falls at the end of this cycle
         # Bursts requested and not yet complete: each may bring up to P instructions, so a
@@ -183,7 +193,7 @@ class FetchModule(wiring.Component):
             reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
             w_entry.word.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
             rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
-            rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
+            rd_done.eq(rd.valid & rd.payload.last),
         ]
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
         head_bad = Signal()         # an illegal instruction at the dispatch point: fetch stops
@@ -207,8 +217,8 @@ class FetchModule(wiring.Component):
         if cfg.bus_width == half:
             early_any, early_held = Signal(_EARLY), Signal(_EARLY)
             fired = Signal()            # a beat came in the cycle before
-            m.d.sync += [early_any.eq(self._decode_early(m, self.port.rd.payload.data)),
-                         fired.eq(self.port.rd.valid & self.port.rd.ready)]
+            m.d.sync += [early_any.eq(self._decode_early(m, rd.payload.data)),
+                         fired.eq(rd.valid)]
             with m.If(fired):
                 m.d.sync += early_held.eq(early_any)
             now = self._decode_late(m, early_any, reader.out.payload, "any")
