@@ -18,7 +18,7 @@ from .dma import FETCH_PREPARE_CYCLES, DmaReader
 from isa import layout as _layout
 
 from .fields import INDEX_BITS, INSN_BITS, alu_insn, gemm_insn, mem_insn, queue_entry
-from .memport import MemPortSignature
+from .memport import MemPortSignature, StreamSlice
 from .modcommon import ERR_BITS
 
 __all__ = ["FetchModule", "HeadFIFO", "QUEUE_NAMES"]
@@ -128,8 +128,10 @@ class FetchModule(wiring.Component):
     Instructions enter a buffer of 2P entries (P = instructions per full burst); a new burst is
     requested (prefetched, without waiting for the previous burst's data) only while the
     buffer's level plus P per burst in flight plus P for the new one fit in 2P, so every
-    requested instruction has room and reading never stalls the read channel. An instruction written into the buffer in
-    cycle *t* can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
+    requested instruction has room and reading never stalls the read channel. The port's beats
+    pass a :class:`~hw.memport.StreamSlice` before the reader (one cycle; a burst is in flight
+    until its last beat leaves the slice). An instruction written into the buffer in cycle *t*
+    can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
     command queue (STORE → store; LOAD INP/WGT → load; LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH
     → compute) and stalls while that queue is full (head-of-line). The errors that the fields
     alone reveal (illegal opcode, must-be-zero token bit, memory type, STORE padding, ALU
@@ -170,7 +172,21 @@ class FetchModule(wiring.Component):
         w_entry = Signal(entry)
         r_entry = Signal(entry)
         m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
-        wiring.connect(m, wiring.flipped(self.port), reader.port)
+        # The memory's beats pass a StreamSlice before the reader and the buffer: fetch's
+        # reader is placed far from both the arbiter and the buffer, and the beat's valid was
+        # the critical path (route, reader, route, buffer bookkeeping; §12 session 19). Every
+        # beat reaches the reader one cycle later; with a bus no wider than an instruction
+        # the reader is always ready and the slice is a plain register.
+        m.submodules.rd_slice = rd_slice = StreamSlice(self.port.rd.payload.shape())
+        rd = reader.port.rd
+        m.d.comb += [self.port.rcmd.valid.eq(reader.port.rcmd.valid),
+                     self.port.rcmd.payload.eq(reader.port.rcmd.payload),
+                     reader.port.rcmd.ready.eq(self.port.rcmd.ready),
+                     rd_slice.i.valid.eq(self.port.rd.valid),
+                     rd_slice.i.payload.eq(self.port.rd.payload),
+                     self.port.rd.ready.eq(rd_slice.i.ready),
+                     rd.valid.eq(rd_slice.o.valid), rd.payload.eq(rd_slice.o.payload),
+                     rd_slice.o.ready.eq(rd.ready)]
         running = Signal()
         run_end = Signal()          # ``running`` falls at the end of this cycle
         # Bursts requested and not yet complete: each may bring up to P instructions, so a
@@ -183,7 +199,7 @@ class FetchModule(wiring.Component):
             reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
             w_entry.word.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
             rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
-            rd_done.eq(self.port.rd.valid & self.port.rd.ready & self.port.rd.payload.last),
+            rd_done.eq(rd.valid & rd.ready & rd.payload.last),
         ]
         m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
         head_bad = Signal()         # an illegal instruction at the dispatch point: fetch stops
@@ -207,8 +223,8 @@ class FetchModule(wiring.Component):
         if cfg.bus_width == half:
             early_any, early_held = Signal(_EARLY), Signal(_EARLY)
             fired = Signal()            # a beat came in the cycle before
-            m.d.sync += [early_any.eq(self._decode_early(m, self.port.rd.payload.data)),
-                         fired.eq(self.port.rd.valid & self.port.rd.ready)]
+            m.d.sync += [early_any.eq(self._decode_early(m, rd.payload.data)),
+                         fired.eq(rd.valid & rd.ready)]
             with m.If(fired):
                 m.d.sync += early_held.eq(early_any)
             now = self._decode_late(m, early_any, reader.out.payload, "any")

@@ -99,9 +99,10 @@ class MemArbiter(wiring.Component):
     by the handshakes from register values). The memory's ``rd`` passes a one-beat skid buffer
     first: ``mem.rd.ready`` is high while it is empty (a register); a beat the client does not
     take in its cycle is parked there and offered again from the next cycle, before the
-    memory's next beat. For the same beats from the memory the clients see the same beats in
-    the same cycles as without it; the memory sees a beat taken as soon as the buffer is
-    empty. Writes: the store's ``wcmd`` (while ``halt`` is low), ``wr`` and ``wr_ack`` are
+    memory's next beat. The beats then reach each client through a :class:`StreamSlice` of
+    its own: a beat handed to client *i*'s slice in cycle *t* (while the slice's skid
+    register is empty: that is the arbiter's ``ready``) is offered to the client from
+    *t* + 1, and the tag is popped when the ``last`` beat enters the slice. Writes: the store's ``wcmd`` (while ``halt`` is low), ``wr`` and ``wr_ack`` are
     connected straight through. ``idle`` is high when no read or write burst is in flight (the
     ``mem_busy`` counter counts the other cycles).
     """
@@ -243,7 +244,19 @@ class MemArbiter(wiring.Component):
         m.d.sync += [reads.eq(Mux(rcmd_fire, Mux(rd_done, reads, reads_up),
                                   Mux(rd_done, reads_down, reads))),
                      owner.eq(Mux(fresh, fired, Mux(rd_done, after, owner)))]
-        # Each client sees the stream through its own copies of ``skid_valid`` and of its
+        # Each client's beats then pass a StreamSlice of its own (``rd_slice<i>``): the client
+        # sees them one cycle later, from registers, and its ``ready`` reaches the slice only
+        # (the slice's ``i.ready`` is a register). The arbiter's ``owner`` and skid copies and
+        # the client's reader lie far apart on ecp5-large; a register at each end of that route
+        # took every arbiter path off the slow list (docs/hardware.md §12 session 19).
+        into = []
+        for i in range(n):
+            m.submodules[f"rd_slice{i}"] = sl = StreamSlice(readers[i].rd.payload.shape())
+            m.d.comb += [readers[i].rd.valid.eq(sl.o.valid),
+                         readers[i].rd.payload.eq(sl.o.payload),
+                         sl.o.ready.eq(readers[i].rd.ready)]
+            into.append(sl.i)
+        # Each slice sees the stream through its own copies of ``skid_valid`` and of its
         # ``owner`` bit (the same values: the same recurrences from the same reset; a copy's
         # next value reads the copy itself, so Yosys keeps one per client): its valid gate and
         # payload multiplexer can be placed by the client, and no single flip-flop selects
@@ -254,11 +267,11 @@ class MemArbiter(wiring.Component):
             mine = Signal(name=f"owner_{i}", attrs={"keep": 1})
             m.d.sync += [seen.eq((seen | self.mem.rd.valid) & ~rd_ready),
                          mine.eq(Mux(fresh, fired[i], Mux(rd_done, after[i], mine)))]
-            m.d.comb += readers[i].rd.payload.eq(
+            m.d.comb += into[i].payload.eq(
                 Mux(seen, skid.as_value(), self.mem.rd.payload.as_value()))
-            m.d.comb += readers[i].rd.valid.eq(mine & (seen | self.mem.rd.valid))
+            m.d.comb += into[i].valid.eq(mine & (seen | self.mem.rd.valid))
             with m.If(owner[i]):
-                m.d.comb += rd_ready.eq(readers[i].rd.ready)
+                m.d.comb += rd_ready.eq(into[i].ready)
 
         # Writes: the store's channels straight through.
         m.d.comb += [

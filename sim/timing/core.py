@@ -160,14 +160,17 @@ class Core:
                 wcmd = store.cmd()
                 if wcmd is not None and len(writes) + len(acks) < mem.n:
                     wfire = True
-        # Read data through the arbiter's skid buffer: its parked beat first, else the
-        # memory's (which moves whenever the buffer is empty).
+        # Read data through the arbiter's skid buffer (its parked beat first, else the
+        # memory's, which moves whenever the buffer is empty) into the head client's slice,
+        # which takes it while its own skid is empty.
         skid = arb.skid
+        s0, s1, s2 = arb.slices
         if (skid or rd_mem) and tags:
             rd_to = g = tags[0]
             rd_last = arb.skid_last if skid else reads[0][0] == 1
-            rd_fire = (fetch.rd_ready() if g == 0 else
-                       load.rd_ready() if g == 1 else compute.rd_ready())
+            rd_fire = (s0 if g == 0 else s1 if g == 1 else s2).skid is None
+        # Each client sees its slice's main register.
+        b0, b1, b2 = s0.main, s1.main, s2.main
         wr_fire = wr_ready and store.wr_valid()
 
         if self.tracing:
@@ -270,9 +273,15 @@ class Core:
             arb.writes += 1
         entry = (fetch.index, fetch.buf[0]) if fetch.dispatch is not None else None
         lhead, chead, shead = lq.head, cq.head, sq.head
-        fetch.update(go, fire == 0, rd_to == 0, rd_last)
-        load.update(t, lhead, fire == 1, rd_to == 1, rd_last)
-        compute.update(t, chead, fire == 2, rd_to == 2, rd_last)
+        if b0 is not None or rd_to == 0:
+            s0.edge(rd_last if rd_to == 0 else None, b0 is None or fetch.rd_ready())
+        if b1 is not None or rd_to == 1:
+            s1.edge(rd_last if rd_to == 1 else None, b1 is None or load.rd_ready())
+        if b2 is not None or rd_to == 2:
+            s2.edge(rd_last if rd_to == 2 else None, b2 is None or compute.rd_ready())
+        fetch.update(go, fire == 0, b0 is not None, b0 is True)
+        load.update(t, lhead, fire == 1, b1 is not None, b1 is True)
+        compute.update(t, chead, fire == 2, b2 is not None, b2 is True)
         store.update(t, shead, wfire, wr_ready, wr_ack)
         d = fetch.dispatch
         # (A queue with nothing written, read or ageing keeps its registers: no call.)
@@ -321,7 +330,8 @@ def _snapshot(self) -> tuple:
     return (self.running, self.done, self.arb_halt, self.fetch_err, self.mod_err, self.core_err,
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
-            arb.skid, arb.skid and arb.skid_last,
+            arb.skid, arb.skid and arb.skid_last, *(sl.state() for sl in arb.slices),
+            f.slice.state(),
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,

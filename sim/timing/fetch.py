@@ -9,6 +9,7 @@ from isa.errors import ErrorCode
 
 from .decode import Decoder
 from .dma import DmaReader
+from .memport import SliceTiming
 
 __all__ = ["FetchModule", "fetch_buffer_depth"]
 
@@ -23,7 +24,8 @@ def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
 
 class FetchModule:
     """``hw.fetch.FetchModule``: ``start`` in *c* → the reader offers its first burst in
-    *c* + 1. Instructions enter a buffer of 2P entries; a burst is requested (ahead of the
+    *c* + 1; the port's beats pass a slice of their own before the reader (``slice``).
+    Instructions enter a buffer of 2P entries; a burst is requested (ahead of the
     data) only while the level plus P per burst in flight plus P fit in 2P. An instruction written into the buffer in *t* can be dispatched from
     *t* + 1, one per cycle, stalling while its command queue is full (head-of-line). Field
     errors are raised when the instruction reaches the dispatch point; fetch then stops.
@@ -39,6 +41,7 @@ class FetchModule:
         self.running = False
         self.index = 0
         self.buf = deque()
+        self.slice = SliceTiming()  # the beats pass it before the reader
         self.delivered = 0       # elements the reader has delivered so far
         self.inflight = 0        # bursts requested and not complete
         # combinational outputs of the current cycle
@@ -54,7 +57,8 @@ class FetchModule:
         return self.reader.cmd(self.issue_ok())
 
     def rd_ready(self) -> bool:
-        return self.reader.rd_ready(True)
+        """The port's ``rd.ready``: its slice's."""
+        return self.slice.skid is None
 
     def comb(self, start: bool, halt: bool, q_rdy, dram_size: int) -> None:
         self.busy = self.stall = self.quiet = self.all_dispatched = False
@@ -81,10 +85,17 @@ class FetchModule:
             self.quiet = True
 
     def update(self, start: bool, cmd_fire: bool, rd_valid: bool, rd_last: bool) -> None:
-        if not (cmd_fire or rd_valid) and self.dispatch is None and self.fsm != F_IDLE and \
-                not self.err:
+        """The clock edge; ``rd_valid``/``rd_last``: the beat offered at the port."""
+        sl = self.slice
+        if not (cmd_fire or rd_valid) and sl.main is None and self.dispatch is None and \
+                self.fsm != F_IDLE and not self.err:
             return              # no beat, no command, nothing dispatched: no change
         reader = self.reader
+        # the reader sees the slice's main register
+        beat = sl.main
+        if beat is not None or rd_valid:
+            sl.edge(rd_last if rd_valid else None, beat is None or reader.rd_ready(True))
+        rd_valid, rd_last = beat is not None, beat is True
         out_valid = reader.out_valid(rd_valid)
         fsm = self.fsm
         rstart = fsm == F_IDLE and start and self.insn_count != 0 and not self.err

@@ -10,7 +10,7 @@ from collections import deque
 
 from isa.config import VTAConfig
 
-__all__ = ["MemoryTiming", "MemArbiter", "MemoryViolation", "CLIENTS"]
+__all__ = ["MemoryTiming", "MemArbiter", "MemoryViolation", "CLIENTS", "SliceTiming"]
 
 #: The memory clients, as in ``hw.memport.CLIENTS`` (the first three read, the store writes).
 CLIENTS = ("fetch", "load", "compute", "store")
@@ -217,6 +217,31 @@ class MemoryTiming:
         return out
 
 
+class SliceTiming:
+    """``hw.memport.StreamSlice`` on a read-data stream, timing only: ``main`` (offered to the
+    reader) and ``skid`` are None when empty, else the held beat's ``last``. ``ready`` (the
+    writer may hand a beat over) is high while ``skid`` is empty."""
+
+    __slots__ = ("main", "skid")
+
+    def __init__(self):
+        self.main = self.skid = None
+
+    def edge(self, beat, out_ready: bool) -> None:
+        """The clock edge: ``beat`` is the ``last`` of the beat offered on the input (None:
+        none), ``out_ready`` the reader's ready."""
+        if out_ready or self.main is None:          # the main register moves
+            if self.skid is not None:
+                self.main, self.skid = self.skid, None
+            else:
+                self.main = beat
+        elif beat is not None and self.skid is None:
+            self.skid = beat                        # park it
+
+    def state(self) -> tuple:
+        return self.main, self.skid
+
+
 class MemArbiter:
     """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute,
     registered: ``gnt`` (a client or None) is the only client whose command may fire in a
@@ -227,8 +252,11 @@ class MemArbiter:
     and its bursts go back to back. The granted client's number is queued and the ``rd``
     beats go to the head of the queue, through a one-beat skid buffer: the memory's beat moves
     whenever the buffer is empty (``skid``: it holds a beat, ``skid_last``: its ``last``); a
-    beat the client does not take is parked there and offered first. The store's writes pass
-    straight through; ``writes`` counts them until their ``wr_ack``.
+    beat the client's slice does not take is parked there and offered first. Each read client
+    sees its beats through a :class:`SliceTiming` of its own (``slices``): a beat handed over
+    in *t* is offered to the client from *t* + 1; the slice takes one while its skid is empty,
+    and the tag leaves with the ``last`` beat's hand-over. The store's writes pass straight
+    through; ``writes`` counts them until their ``wr_ack``.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -238,7 +266,8 @@ class MemArbiter:
         self.tags = deque()
         self.skid = False
         self.skid_last = False
-        self.takes = 0              # beats the clients took (when the period skipper looks)
+        self.takes = 0              # beats handed to the clients' slices (for the skippers)
+        self.slices = tuple(SliceTiming() for _ in range(3))
         self.writes = 0
 
     @property

@@ -109,6 +109,7 @@ class PeriodSkipper:
         key = [core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
                self._mem_state()[0], arb.ptr, arb.gnt, arb.skid, arb.skid and arb.skid_last,
+               *(sl.state() for sl in arb.slices), f.slice.state(),
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,

@@ -22,10 +22,13 @@ with the counters moving by the arithmetic of :meth:`BeatSkipper._read` and
   ``arb.writes`` and the writer's ``pending`` down, which stay ≥ 1 (the streaming burst is
   unacknowledged): such acks are applied in closed form and do not end the window.
 
-Elements at least a beat wide take ``k`` beats each (one per cycle; the arbiter's skid buffer
-stays empty); narrower ones one element per cycle, a beat with every ``per``-th: the memory's
-beat moves into the arbiter's skid buffer on lane 0 and leaves it to the loader on lane
-``per − 1`` (so the buffer is full exactly while the lane is not 0). In a store's drain (the
+Elements at least a beat wide take ``k`` beats each, one per cycle: each cycle the memory's
+beat passes the arbiter (its skid buffer stays empty) into the loader's slice while the loader
+takes the slice's previous beat (the slice's skid stays empty). Narrower ones take one element
+per cycle and a beat on every ``per``-th, lane ``per − 1``: the slice's main register holds the
+beat in use, its skid the next (full on lanes 1 … ``per − 1``, filled from the arbiter's skid
+on lane 0), and the arbiter's skid the one after (the memory's beat parks there on lane 1 and
+stays until lane 0). In a store's drain (the
 writer has no command left) a write burst's end changes only the memory's queue, the writer's
 data cursor and burst count and the acks to come: the skip runs on through the bursts queued
 behind the head (elements at least a beat wide), up to the last one's last beat. Only
@@ -65,7 +68,7 @@ def streams(core) -> tuple:
 def stream_key(core, ld, wr: bool) -> tuple:
     """:meth:`Core.snapshot` without the counters that the streams ``ld`` (the loader a read
     burst streams into, or None) and ``wr`` (a write burst streams) move; see the module (a
-    narrow loader's lane also sets the skid buffer: :meth:`BeatSkipper._read` checks it)."""
+    narrow loader's lane also sets the skid buffers: :meth:`BeatSkipper._read` checks them)."""
     f, la, ca, st = core.fetch, core.load.active, core.compute.active, core.store
     fr, w = f.reader, st.writer
     lq, cq, sq = core.queues
@@ -75,11 +78,15 @@ def stream_key(core, ld, wr: bool) -> tuple:
     # beat and a burst's end (``read_done``, ``write_done``); the arbiter's tags also by the
     # end of a burst whose last beat the skid buffer held.
     narrow = ld is not None and ld.reader.per
-    key = [id(ld), wr, None if narrow else (arb.skid, arb.skid and arb.skid_last),
+    slices = [sl.state() for sl in arb.slices]
+    if narrow:
+        slices[arb.tags[0]] = None
+    key = [id(ld), wr, None if narrow else (arb.skid, arb.skid and arb.skid_last), *slices,
            core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
            core.finish_seen, len(reads), len(arb.tags), m.read_done, len(writes), m.write_done,
            len(m.acks), m.bursts, reads[0][0] if reads and ld is None else None,
            writes[0][0] if writes and not wr else None, arb.ptr, arb.gnt, arb.writes,
+           f.slice.state(),
            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
            fr.lane, core.load.fsm, core.load.index, id(la), core.compute.fsm,
            core.compute.index, id(ca), st.fsm, st.index, st.valid, w.iw.left, w.active,
@@ -96,10 +103,16 @@ def stream_key(core, ld, wr: bool) -> tuple:
     return tuple(key)
 
 
+def _lanes(lane: int, j: int, per: int, on: int) -> int:
+    """How many of cycles ``t`` … ``t + j − 1`` an engine at ``lane`` (one element per cycle)
+    spends on lane ``on`` (mod ``per``)."""
+    return (lane + j - 1 - on) // per - (lane - 1 - on) // per
+
+
 def _last_beat(t: int, j: int, lane: int, per: int, on: int = -1) -> int:
     """The last of cycles ``t`` … ``t + j − 1`` in which a narrow engine at ``lane`` (one
     element per cycle) is on lane ``on`` (mod ``per``; −1: the last lane, which completes a
-    beat; 0: the first, where a read beat enters the skid buffer)."""
+    beat; 1: where a narrow loader's stream takes the memory's beat)."""
     return t + j - 1 - (lane + j - 1 - on) % per
 
 
@@ -173,26 +186,28 @@ class BeatSkipper:
         return wr_on and self.core.store.writer.iw.left == 0
 
     def _read(self, ld, j: int):
-        """(loader, cycles, elements, beats taken by the loader, memory beats) of at most ``j``
-        cycles of the read stream into the loader ``ld``, or None. The loader does not take the
-        stream's last beat (:meth:`_read_beats`); the memory may move it into the skid buffer
-        (which then stays full to the window's end: the memory's next burst waits)."""
+        """(loader, cycles, elements, beats the loader takes, memory beats) of at most ``j``
+        cycles of the read stream into the loader ``ld``, or None (see the module). The memory
+        does not move the stream's last beat (:meth:`_read_beats`); the loader's row does not
+        end."""
         core = self.core
         r = ld.reader
+        arb = core.arb
+        sl = arb.slices[arb.tags[0]]
+        if sl.main is None:
+            return None
         b = self._read_beats()
         rows = min(r.left, ld.n)       # takes must leave both ≥ 1 (no row end)
-        skid = core.arb.skid
-        if r.per:           # one element per cycle; a memory beat on lane 0, a take on per − 1
+        if r.per:           # one element per cycle (the pattern: the module)
             per, lane = r.per, r.lane
-            if skid != (lane != 0):
+            if (sl.skid is not None) != (lane != 0) or arb.skid != (lane != 1):
                 return None
-            # takes: the lane-(per − 1) cycles (at most b + skid − 1); memory beats: the
-            # lane-0 ones (then at most b)
-            j = min(j, (b + skid) * per - 1 - lane, rows - 1)
+            # the memory's b-th beat (its lane-1 cycle) stays out of the window
+            j = min(j, (1 - lane) % per + (b - 1) * per, rows - 1)
             if j <= 0:
                 return None
-            return ld, j, j, (lane + j) // per, (lane + j + per - 1) // per - skid
-        if skid:
+            return ld, j, j, _lanes(lane, j, per, per - 1), _lanes(lane, j, per, 1)
+        if arb.skid or sl.skid is not None:
             return None
         k = r.k
         j = min(j, b - 1, rows * k - 1 - r.cnt if k > 1 else rows - 1)
@@ -223,36 +238,47 @@ class BeatSkipper:
                 b += reads[i][0]
         return b
 
-    def _read_moves(self, takes: int, beats: int, skid: bool) -> None:
-        """Move ``takes`` beats out of the arbiter (its skid buffer first) and ``beats`` out of
-        the memory, each popping the bursts it completes (the arbiter never the stream's last:
-        see :meth:`_read`); ``skid``: the buffer holds a beat after them (the memory's last)."""
+    def _read_moves(self, takes: int, beats: int, lane: "int | None") -> None:
+        """Move ``beats`` beats out of the memory and ``takes`` out of the stream's slice into
+        the loader, popping the memory's bursts and the arbiter's tags they complete (a tag
+        with its last beat's hand-over to the slice). The beats held (the slice's main and
+        skid registers, the arbiter's skid) are then those that follow the taken ones, in the
+        pattern of the loader's ``lane`` after the window (None: a wide stream, the slice's
+        main register only)."""
         core = self.core
         m, arb = core.mem, core.arb
         reads, tags = m.reads, arb.tags
-        arb.takes += takes
-        left = [q[0] for q in reads]        # beats each tag's burst has left at the arbiter
-        if arb.skid:
-            if arb.skid_last:
-                left.insert(0, 1)
-            else:
-                left[0] += 1
-        i = 0
-        while takes >= left[i]:
-            takes -= left[i]
-            i += 1
-            tags.popleft()
-        moved, ended = beats, False
+        sl = arb.slices[tags[0]]
+        # The stream's beats from the oldest (each its ``last``): those held, then the memory's.
+        held = [sl.main] + ([sl.skid] if sl.skid is not None else []) + \
+            ([arb.skid_last] if arb.skid else [])
+        in_slice = 2 if sl.skid is not None else 1
+        ends, pos = set(), 0                # the moved beats that end a burst
+        for q in reads:
+            pos += q[0]
+            if pos > beats:
+                break
+            ends.add(len(held) + pos - 1)
+
+        def last(i):
+            return held[i] if i < len(held) else i in ends
+
+        n_slice, n_arb = (1, 0) if lane is None else (1 + (lane != 0), int(lane != 1))
+        assert len(held) + beats - takes == n_slice + n_arb, "beat skip: the pattern broke"
+        handed = range(in_slice, takes + n_slice)    # the beats handed to the slice
+        arb.takes += len(handed)
+        for i in handed:
+            if last(i):
+                tags.popleft()
         while reads and beats >= reads[0][0]:
             beats -= reads.popleft()[0]
             m.read_done += 1
-            ended = True
         if beats:
             reads[0][0] -= beats
-            ended = False
-        if skid and moved:              # the buffer holds the memory's last beat
-            arb.skid_last = ended
-        arb.skid = skid
+        sl.main = last(takes)
+        sl.skid = last(takes + 1) if n_slice == 2 else None
+        arb.skid = bool(n_arb)
+        arb.skid_last = last(takes + n_slice) if n_arb else False
 
     def _write(self, j: int):
         """(cycles, elements, beats) of at most ``j`` cycles of the head write burst, or
@@ -327,18 +353,17 @@ class BeatSkipper:
             ld, j, e, takes, beats = rd
             r = ld.reader
             if r.per:
-                last = _last_beat(t, j, r.lane, r.per, 0) if beats else None
+                last_r = _last_beat(t, j, r.lane, r.per, 1) if beats else None
                 r.lane = (r.lane + j) % r.per
             else:
-                last = t + j - 1
+                last_r = t + j - 1
                 if r.k > 1:
                     r.cnt = (r.cnt + j) % r.k
             r.left -= e
             ld.n -= e
             ld.writes += e
             m.read_beats += beats
-            last_r = last
-            self._read_moves(takes, beats, r.per and r.lane != 0)
+            self._read_moves(takes, beats, r.lane if r.per else None)
         if wr is not None:
             j, e, beats = wr
             st = core.store

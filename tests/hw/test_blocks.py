@@ -375,15 +375,21 @@ def test_arbiter_round_robin_per_command_and_routes_data_in_order():
         assert not ctx.get(dut.idle)
         for i in range(3):
             ctx.set(dut.clients[i].rcmd.valid, 0)
-        # the answers go back in order: first to fetch, then load, then compute
+        # the answers go back in order: first to fetch, then load, then compute, each through
+        # its client's slice (offered one cycle after the memory's beat)
         ctx.set(dut.mem.rd.valid, 1)
-        for want in (0, 1, 2):
-            ctx.set(dut.mem.rd.payload, {"data": want, "last": 1})
+        for k in range(4):          # the memory's beat k is for client k; client k − 1 sees its
+            if k < 3:
+                ctx.set(dut.mem.rd.payload, {"data": 10 + k, "last": 1})
+            else:
+                ctx.set(dut.mem.rd.valid, 0)
             assert [ctx.get(dut.clients[i].rd.valid) for i in range(3)] == \
-                [i == want for i in range(3)]
+                [i == k - 1 for i in range(3)]
+            if k:
+                assert ctx.get(dut.clients[k - 1].rd.payload.data) == 10 + k - 1
             await ctx.tick()
-        ctx.set(dut.mem.rd.valid, 0)
         assert ctx.get(dut.idle)
+        assert not any(ctx.get(dut.clients[i].rd.valid) for i in range(3))
         # the round robin goes on after the last grant (compute): fetch, then load
         ctx.set(dut.clients[1].rcmd.valid, 1)
         ctx.set(dut.clients[0].rcmd.valid, 1)
