@@ -145,13 +145,24 @@ class MemArbiter(wiring.Component):
         # grant holds while its client waits; otherwise it is re-picked for the next cycle:
         # the first requester from ``ptr`` on (round robin, ``ptr`` after this cycle's
         # handshake).
+        # Each client's commands pass a StreamSlice of its own first (``rcmd_slice<i>``): the
+        # arbiter's requests and payloads are registers beside it, and a client's ``ready`` is
+        # its slice's (a register). A client's ``valid`` crossed the die into the grant, the
+        # bursts-in-flight count and the board slice's skid (§12 session 21).
+        cmd_in = []
+        for i in range(n):
+            m.submodules[f"rcmd_slice{i}"] = sl = StreamSlice(cmd_layout())
+            m.d.comb += [sl.i.valid.eq(readers[i].rcmd.valid),
+                         sl.i.payload.eq(readers[i].rcmd.payload),
+                         readers[i].rcmd.ready.eq(sl.i.ready)]
+            cmd_in.append(sl.o)
         req = Signal(n)
         gnt = Signal(n)
         winner = Signal(range(n))
         for i in range(n):
-            m.d.comb += req[i].eq(readers[i].rcmd.valid)
+            m.d.comb += req[i].eq(cmd_in[i].valid)
             with m.If(gnt[i]):
-                m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(readers[i].rcmd.payload)]
+                m.d.comb += [winner.eq(i), self.mem.rcmd.payload.eq(cmd_in[i].payload)]
         can_read = Signal()
         waiting = Signal()          # the granted client requests
         open_ = Signal()            # a request of the granted client is taken now
@@ -159,7 +170,7 @@ class MemArbiter(wiring.Component):
                      open_.eq(can_read & self.mem.rcmd.ready),
                      self.mem.rcmd.valid.eq(can_read & waiting)]
         for i in range(n):
-            m.d.comb += readers[i].rcmd.ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
+            m.d.comb += cmd_in[i].ready.eq(can_read & gnt[i] & self.mem.rcmd.ready)
         rcmd_fire = Signal()
         rd_done = Signal()
         # Read data: a one-beat skid buffer between the memory and the clients, so that the

@@ -26,6 +26,7 @@ __all__ = ["Core", "COUNTERS", "SemanticsMismatch"]
 
 _NO_INDEX = (1 << 32) - 1
 _NONE4 = (False, False, False, False)
+_NO_TAKE = (False, False, False)
 
 
 class SemanticsMismatch(RuntimeError):
@@ -146,13 +147,16 @@ class Core:
         wfire = False           # the store's write command fires
         rd_to = -1              # the read client the memory's beat goes to
         rd_last = rd_fire = False
-        cmds = grant = None
+        offers = grant = None
         arb_halt = self.arb_halt     # the RTL's arbiter halt: ``failed`` one cycle late
         if fetch.reader.iw.left or load.active.reader.iw.left or compute.active.reader.iw.left:
-            cmds = (fetch.cmd(), load.cmd(), compute.cmd())
+            offers = (fetch.cmd(), load.cmd(), compute.cmd())
+        # The arbiter sees the commands in the clients' command slices.
+        cmds = arb.commands()
+        if cmds is not None:
             grant = arb.gnt
             if grant is not None and cmds[grant] is None:
-                grant = None        # the granted client does not request
+                grant = None        # the granted client's slice holds no command
         if not arb_halt:
             if grant is not None and len(tags) != arb.n and len(reads) < mem.n:
                 fire = grant
@@ -268,6 +272,16 @@ class Core:
             arb.ptr = (fire + 1) % 3
         if grant is None or fire >= 0:      # no client waits on the grant: re-pick
             arb.gnt = arb.pick(cmds) if cmds is not None else None
+        # The clients' command slices: a client's command is taken while its slice's skid is
+        # empty (the client's handshake), the main register moves on the arbiter's.
+        took = _NO_TAKE
+        if offers is not None or cmds is not None:
+            took = [False, False, False]
+            for i, sl in enumerate(arb.cmd_slices):
+                offer = offers[i] if offers is not None else None
+                if offer is not None or sl.main is not None:
+                    took[i] = offer is not None and sl.skid is None
+                    sl.edge(offer, fire == i)
         if wfire:
             mem.write_command(t, *wcmd)
             arb.writes += 1
@@ -279,9 +293,9 @@ class Core:
             s1.edge(rd_last if rd_to == 1 else None, b1 is None or load.rd_ready())
         if b2 is not None or rd_to == 2:
             s2.edge(rd_last if rd_to == 2 else None, b2 is None or compute.rd_ready())
-        fetch.update(go, fire == 0, b0 is not None, b0 is True)
-        load.update(t, lhead, fire == 1, b1 is not None, b1 is True)
-        compute.update(t, chead, fire == 2, b2 is not None, b2 is True)
+        fetch.update(go, took[0], b0 is not None, b0 is True)
+        load.update(t, lhead, took[1], b1 is not None, b1 is True)
+        compute.update(t, chead, took[2], b2 is not None, b2 is True)
         store.update(t, shead, wfire, wr_ready, wr_ack)
         d = fetch.dispatch
         # (A queue with nothing written, read or ageing keeps its registers: no call.)
@@ -331,7 +345,7 @@ def _snapshot(self) -> tuple:
             self.finish_seen, m.read_beats, m.write_beats, m.read_done, m.write_done,
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
             arb.skid, arb.skid and arb.skid_last, *(sl.state() for sl in arb.slices),
-            f.slice.state(),
+            *(sl.state() for sl in arb.cmd_slices), f.slice.state(),
             f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,
@@ -546,8 +560,10 @@ _CLIENTS = ("fetch", "load", "compute", "store")
 
 
 def _observe(self, t, cmds, cmd_fire, rd_fire, wr_fire) -> None:
+    # (a read command waits at its client or in its command slice until it fires)
+    held = [sl.main is not None for sl in self.arb.cmd_slices] + [False]
     pend = (self.fetch.cmd(), self.load.cmd(), self.compute.cmd(), self.store.cmd())
-    waiting = [i for i, c in enumerate(pend) if c is not None and not cmd_fire[i]]
+    waiting = [i for i, c in enumerate(pend) if (c is not None or held[i]) and not cmd_fire[i]]
     for i in waiting:
         self.mem_wait[_CLIENTS[i]][0] += 1
     # Clients with a burst in flight none of whose beats moves in this cycle.

@@ -218,9 +218,10 @@ class MemoryTiming:
 
 
 class SliceTiming:
-    """``hw.memport.StreamSlice`` on a read-data stream, timing only: ``main`` (offered to the
-    reader) and ``skid`` are None when empty, else the held beat's ``last``. ``ready`` (the
-    writer may hand a beat over) is high while ``skid`` is empty."""
+    """``hw.memport.StreamSlice``, timing only: ``main`` (offered downstream) and ``skid`` are
+    None when empty, else what they hold — a read beat's ``last``, or a read command's
+    ``(addr, beats)``. ``ready`` (the upstream side may hand one over) is high while ``skid``
+    is empty."""
 
     __slots__ = ("main", "skid")
 
@@ -228,8 +229,8 @@ class SliceTiming:
         self.main = self.skid = None
 
     def edge(self, beat, out_ready: bool) -> None:
-        """The clock edge: ``beat`` is the ``last`` of the beat offered on the input (None:
-        none), ``out_ready`` the reader's ready."""
+        """The clock edge: ``beat`` is what is offered on the input (None: nothing),
+        ``out_ready`` the downstream side's ready."""
         if out_ready or self.main is None:          # the main register moves
             if self.skid is not None:
                 self.main, self.skid = self.skid, None
@@ -243,8 +244,11 @@ class SliceTiming:
 
 
 class MemArbiter:
-    """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute,
-    registered: ``gnt`` (a client or None) is the only client whose command may fire in a
+    """``hw.memport.MemArbiter``: round robin per read command among fetch, load, compute.
+    Each client hands its commands to a :class:`SliceTiming` of its own (``cmd_slices``,
+    while its skid is empty: that is the client's handshake); the arbiter sees the slices'
+    main registers, so a command offered in *t* can fire at the earliest in *t* + 1. The grant
+    is registered: ``gnt`` (a client or None) is the only client whose command may fire in a
     cycle (not halted, fewer than ``mem_outstanding`` read bursts in flight). While ``gnt``
     requests and does not fire it holds; otherwise the next ``gnt`` is the first requester
     of this cycle from ``ptr`` on (``ptr``: after a command the client behind it). So a
@@ -268,11 +272,19 @@ class MemArbiter:
         self.skid_last = False
         self.takes = 0              # beats handed to the clients' slices (for the skippers)
         self.slices = tuple(SliceTiming() for _ in range(3))
+        self.cmd_slices = tuple(SliceTiming() for _ in range(3))
         self.writes = 0
 
     @property
     def idle(self) -> bool:
         return not self.tags and not self.writes
+
+    def commands(self):
+        """The commands at the arbiter (the ``cmd_slices``' main registers), or None if none."""
+        c0, c1, c2 = self.cmd_slices
+        if c0.main is None and c1.main is None and c2.main is None:
+            return None
+        return c0.main, c1.main, c2.main
 
     def pick(self, cmds) -> int | None:
         """The client granted among ``cmds`` (one per read client, None = no request)."""

@@ -74,6 +74,15 @@ def _limit(v0: int, v1: int, d: int, cuts, m: int) -> int:
     return m
 
 
+def _held(sl) -> tuple:
+    """A command slice of the load or compute module: (exact, counting). The commands it
+    holds are exact by their burst length; their addresses count (they are copies of the
+    client's walker, which counts)."""
+    main, skid = sl.main, sl.skid
+    return ((None if main is None else main[1], None if skid is None else skid[1]),
+            (0 if main is None else main[0], 0 if skid is None else skid[0]))
+
+
 class JumpMismatch(AssertionError):
     """A jump (in :attr:`PeriodSkipper.verify` mode) left a state stepping does not reach."""
 
@@ -110,6 +119,7 @@ class PeriodSkipper:
                core.finish_seen, core.err_code, core.err_index, core.mod_code, core.mod_index,
                self._mem_state()[0], arb.ptr, arb.gnt, arb.skid, arb.skid and arb.skid_last,
                *(sl.state() for sl in arb.slices), f.slice.state(),
+               arb.cmd_slices[0].state(), *(_held(sl)[0] for sl in arb.cmd_slices[1:]),
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
@@ -140,6 +150,8 @@ class PeriodSkipper:
         for wk in (w.iw, w.dw):
             out += (wk.cur, wk.left, wk.row, wk.rows_left)
         out += (m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done)
+        for sl in core.arb.cmd_slices[1:]:
+            out += _held(sl)[1]
         out += core.counters.values()
         out += self._mem_state()[1]      # last: its length varies
         return out
@@ -171,6 +183,12 @@ class PeriodSkipper:
             wk.cur, wk.left, wk.row, wk.rows_left = next(it), next(it), next(it), next(it)
         m.bursts, m.read_beats, m.write_beats, m.read_done, m.write_done = \
             next(it), next(it), next(it), next(it), next(it)
+        for sl in core.arb.cmd_slices[1:]:
+            main, skid = next(it), next(it)
+            if sl.main is not None:
+                sl.main = (main, sl.main[1])
+            if sl.skid is not None:
+                sl.skid = (skid, sl.skid[1])
         c = core.counters
         for k in c:
             c[k] = next(it)
@@ -306,6 +324,14 @@ class PeriodSkipper:
             b = core.store.writer.dw.burst()     # the burst does not change: beat == b − 1
             m = _limit(v0[i + 2], v1[i + 2], dbeat, (b - 1, b), m)
         m = self._walker(v0, v1, d, i + 10, m)
+        # A command held in the load or compute module's slice is a copy of its walker's
+        # address: it must move with it (the same phase in every period), else no period.
+        for h, mod, sl in ((i + 19, core.load, core.arb.cmd_slices[1]),
+                           (i + 21, core.compute, core.arb.cmd_slices[2])):
+            cur = d[self.loaders.index(mod.active) * 10 + 6] * bb
+            if (sl.main is not None and d[h] != cur) or \
+                    (sl.skid is not None and d[h + 1] != cur):
+                return False
         m = self._memory(v0, v1, d, i + 17, len(v1) - len(self._mem_state()[1]), m, period)
         run = core.compute.run
         if run is not None:

@@ -82,6 +82,7 @@ def stream_key(core, ld, wr: bool) -> tuple:
     if narrow:
         slices[arb.tags[0]] = None
     key = [id(ld), wr, None if narrow else (arb.skid, arb.skid and arb.skid_last), *slices,
+           *(sl.state() for sl in arb.cmd_slices),
            core.running, core.done, core.arb_halt, core.fetch_err, core.mod_err, core.core_err,
            core.finish_seen, len(reads), len(arb.tags), m.read_done, len(writes), m.write_done,
            len(m.acks), m.bursts, reads[0][0] if reads and ld is None else None,
@@ -224,7 +225,7 @@ class BeatSkipper:
         m, arb = core.mem, core.arb
         reads, tags = m.reads, arb.tags
         quiet = m.log is None and core.fetch.cmd() is None and core.load.cmd() is None and \
-            core.compute.cmd() is None
+            core.compute.cmd() is None and arb.commands() is None
         off = 1 if arb.skid and arb.skid_last else 0     # tags[off] is the memory's head's
         tag = tags[0]
         if off and not quiet or len(tags) <= off or tags[off] != tag:

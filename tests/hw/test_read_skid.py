@@ -75,6 +75,12 @@ def test_every_beat_reaches_its_client_in_order_through_the_skid(p_valid, p_read
             offer = parked[0] if parked else (who, addr + b) if mem_valid else None
             fired = [ctx.get(dut.clients[i].rcmd.ready) and issued[i] < len(plans[i])
                      for i in range(3)]
+            # the command the arbiter hands the memory (from the client's command slice,
+            # a cycle or more after the client's handshake); its address names the client
+            to_mem = None
+            if ctx.get(dut.mem.rcmd.valid):
+                c_addr = ctx.get(dut.mem.rcmd.payload.addr)
+                to_mem = [c_addr // 0x1000, c_addr, ctx.get(dut.mem.rcmd.payload.len) + 1, 0]
             if mem_valid and not mem_ready:
                 stats["held_off"] += 1
             await ctx.tick()
@@ -96,8 +102,9 @@ def test_every_beat_reaches_its_client_in_order_through_the_skid(p_valid, p_read
             assert len(parked) <= 1
             for i in range(3):
                 if fired[i]:
-                    bursts.append([i, *plans[i][issued[i]], 0])
                     issued[i] += 1
+            if to_mem is not None:
+                bursts.append(to_mem)
             if all(issued[i] == len(plans[i]) for i in range(3)) and not bursts and \
                     not parked and not any(slices):
                 break
