@@ -281,6 +281,11 @@ class TensorAlu(wiring.Component):
         # ALU while the micro-op word ``u`` crosses from the UOP buffer, so ``u`` meets only
         # an equality (Fmax: ``u`` → the index adder's carry chain → the compares → the stall
         # register was ecp5-large's worst path at a 100 MHz target, 11.2 ns; §12 session 16).
+        # The differences are registers themselves, loaded with their next values (``d[3]``
+        # takes ``d2`` in every cycle; ``d2`` takes S1's sums and S1 the loop's offsets unless
+        # stalled): ``u`` meets the equality alone, with no subtraction from S3's dst between
+        # two registers (Fmax: ``d3`` → its difference's carry chain → the compares → the
+        # stall register was ecp5-large's worst path at 100 MHz, 10.02 ns; §12 session 21).
         u_dst, u_src = Signal(L), Signal(L)
         m.d.comb += [u_dst.eq(u.dst), u_src.eq(u.src)]
 
@@ -288,13 +293,23 @@ class TensorAlu(wiring.Component):
             # a micro-op reads an entry: its dst, or in vector mode its src, is that entry
             return dst_hit | (~use_imm & src_hit)
 
-        def s1_reads(x, tag):
-            to_d, to_s = Signal(L, name=f"{tag}_less_d1"), Signal(L, name=f"{tag}_less_s1")
-            m.d.comb += [to_d.eq(x - d1), to_s.eq(x - s1)]
-            return reads(u_dst == to_d, u_src == to_s)
+        def less(tag):
+            return Signal(L, name=f"{tag}_less_d1"), Signal(L, name=f"{tag}_less_s1")
 
-        reads_ahead = s1_reads(d2, "d2")
-        reads_ahead2 = s1_reads(self._d[3], "d3")
+        d2_less_d1, d2_less_s1 = less("d2")
+        d3_less_d1, d3_less_s1 = less("d3")
+        m.d.sync += [d3_less_d1.eq(d2 - Mux(stall, d1, loop.dst_off)),
+                     d3_less_s1.eq(d2 - Mux(stall, s1, loop.src_off))]
+        with m.If(~stall):
+            m.d.sync += [d2_less_d1.eq(sum_d - loop.dst_off),
+                         d2_less_s1.eq(sum_d - loop.src_off)]
+        #: for the tests: each difference register equals its definition in every cycle
+        self.invariants = [("d2_less_d1", d2_less_d1, (d2 - d1)[:L]),
+                           ("d2_less_s1", d2_less_s1, (d2 - s1)[:L]),
+                           ("d3_less_d1", d3_less_d1, (self._d[3] - d1)[:L]),
+                           ("d3_less_s1", d3_less_s1, (self._d[3] - s1)[:L])]
+        reads_ahead = reads(u_dst == d2_less_d1, u_src == d2_less_s1)
+        reads_ahead2 = reads(u_dst == d3_less_d1, u_src == d3_less_s1)
         held_reads_ahead = reads(d2 == self._d[3], s2 == self._d[3])
         m.d.sync += stall.eq(Mux(stall, is_mul & v[3] & held_reads_ahead,
                                  v[1] & ((v[2] & ~bad & reads_ahead)

@@ -1,7 +1,8 @@
 """The tensor ALU pipeline on its own in Amaranth's simulator: sequential semantics at every
 read-after-write distance (the stalled one just ahead and those the forwarding covers), and the
 timing contract: one micro-op per cycle but a wait for one reading a micro-op fewer than two
-issue slots ahead (three in a MUL)."""
+issue slots ahead (three in a MUL); the stall's difference registers equal their definitions
+in every cycle (``TensorAlu.invariants``)."""
 
 import numpy as np
 import pytest
@@ -120,6 +121,8 @@ def _run(acc, uops, op, use_imm, imm, it, scramble=None):
             if scramble is not None:      # the instruction is held only until its start
                 ctx.set(Value.cast(alu.insn), int(scramble.integers(0, 1 << 62)))
             assert not ctx.get(alu.err)
+            for name, flag, value in alu.invariants:    # registers equal to what they stand for
+                assert ctx.get(flag) == ctx.get(value), (t, name)
             busy += ctx.get(alu.busy)
             if ctx.get(alu.acc_wen):
                 writes.append(t)
