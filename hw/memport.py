@@ -84,7 +84,10 @@ class MemPortSignature(wiring.Signature):
 class MemArbiter(wiring.Component):
     """Per-command round-robin arbiter of the read clients; the store's write channels pass.
 
-    Reads: the client holding the grant (a one-hot register) is connected to the memory's
+    Reads: each client's ``rcmd`` passes a :class:`StreamSlice` of its own first (the
+    client's handshake is with it; a command handed over in *t* is at the arbiter from
+    *t* + 1), and below "client" means that slice's output. The client holding the grant (a
+    one-hot register) is connected to the memory's
     ``rcmd`` in a cycle where ``halt`` is low and fewer than ``cfg.mem_outstanding`` read
     bursts are in flight. The grant holds while its client requests without a handshake;
     otherwise the next cycle's grant is the first client with ``rcmd.valid`` in this cycle in
