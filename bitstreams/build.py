@@ -33,6 +33,10 @@ NAME = "vta_board"
 BITSTREAMS_DIR = Path(__file__).resolve().parent
 #: Bound on each tool run (a wedged tool must not hang `make bitstream`).
 TOOL_TIMEOUT_S = 4 * 3600
+#: With several seeds, once one has placed and routed in T seconds the others are stopped
+#: after LAGGARD_FACTOR · T (a seed whose router does not converge would otherwise hold the
+#: build to TOOL_TIMEOUT_S and fail it; docs/hardware.md §12 session 21).
+LAGGARD_FACTOR = 2.0
 
 
 def output_dir(board: Board, cfg: VTAConfig, root: Path | None = None, *,
@@ -67,14 +71,19 @@ class _Running:
     proc: subprocess.Popen
     out: object
     deadline: float
+    started: float = 0.0
     pos: int = 0
 
 
 def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
-             timeout: float, parallel: int = 1) -> None:
+             timeout: float, parallel: int = 1, laggards: float | None = None) -> list:
     """Run ``jobs`` of ``tool``, at most ``parallel`` at a time, each bounded by ``timeout``;
-    ToolError names the first that fails (the others are stopped)."""
-    waiting, running = list(jobs), []
+    ToolError names the first that fails (the others are stopped). ``laggards``: once a job
+    has succeeded after T seconds, each other job is stopped ``laggards`` · T seconds after
+    its own start (or at ``timeout``, if earlier) without an error. Returns the jobs so
+    stopped."""
+    waiting, running, stopped = list(jobs), [], []
+    first_ok = None                 # the first success's duration
     try:
         while waiting or running:
             while waiting and len(running) < parallel:
@@ -83,11 +92,23 @@ def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
                 fh = open(job.log, "w")
                 proc = subprocess.Popen(job.cmd, cwd=cwd, env=env, stdout=fh,
                                         stderr=subprocess.STDOUT)
-                running.append(_Running(job, proc, fh, time.monotonic() + timeout))
+                now = time.monotonic()
+                running.append(_Running(job, proc, fh, now + timeout, started=now))
             for run in list(running):
                 code = run.proc.poll()
                 run.pos = _follow(tool, run.job, run.pos, progress)
-                if code is None and time.monotonic() > run.deadline:
+                now = time.monotonic()
+                if code is None and first_ok is not None and \
+                        now > min(run.deadline, run.started + laggards * first_ok):
+                    run.proc.kill()
+                    run.proc.wait()
+                    run.out.close()
+                    running.remove(run)
+                    stopped.append(run.job)
+                    progress.update(f"{run.job.label or tool}: stopped after "
+                                    f"{now - run.started:.0f} s ({laggards:g}× the first)")
+                    continue
+                if code is None and now > run.deadline:
                     raise ToolError(f"{tool} ran longer than {timeout:g} s; see {run.job.log}")
                 if code is None:
                     continue
@@ -96,8 +117,11 @@ def _run_all(tool: str, jobs: list, cwd: Path, env: dict, progress: Progress,
                 if code:
                     tail = "".join(run.job.log.read_text(errors="replace").splitlines(True)[-15:])
                     raise ToolError(f"{tool} failed (exit {code}); the end of {run.job.log}:\n{tail}")
+                if laggards is not None and first_ok is None:
+                    first_ok = now - run.started
             if running:
                 time.sleep(0.5)
+        return stopped
     finally:
         # every tool killed before any is waited for: a second interrupt arriving while the
         # first one's cleanup waits must not leave a run orphaned
@@ -206,7 +230,8 @@ def _place_and_route(platform, work: Path, seeds, env: dict, progress: Progress,
                      timeout: float) -> tuple:
     """nextpnr once per seed into ``<NAME>.s<seed>.config`` / ``nextpnr-report.s<seed>.json``;
     returns the seed whose core clock is fastest (the lowest such seed on a tie), its report,
-    and every seed's core-clock Fmax in MHz."""
+    and every seed's core-clock Fmax in MHz (None for a seed stopped as a laggard,
+    :data:`LAGGARD_FACTOR`)."""
     from .report import core_fmax
 
     device_opt = platform._nextpnr_device_options[platform.device]
@@ -219,9 +244,11 @@ def _place_and_route(platform, work: Path, seeds, env: dict, progress: Progress,
                   "--seed", str(s), "--timing-allow-fail", "--log", f"{NAME}.s{s}.tim"],
                  work / f"nextpnr.s{s}.log", work / f"{NAME}.s{s}.tim",
                  f"seed {s}" if len(seeds) > 1 else "") for s in seeds]
-    _run_all("nextpnr", jobs, work, env, progress, timeout,
-             parallel=max(1, min(len(seeds), os.cpu_count() or 1)))
-    reports = {s: json.loads((work / f"nextpnr-report.s{s}.json").read_text()) for s in seeds}
-    fmax = {s: core_fmax(r) for s, r in reports.items()}
-    best = max(seeds, key=lambda s: (fmax[s], -s))
+    stopped = _run_all("nextpnr", jobs, work, env, progress, timeout,
+                       parallel=max(1, min(len(seeds), os.cpu_count() or 1)),
+                       laggards=LAGGARD_FACTOR if len(seeds) > 1 else None)
+    done = [s for s, job in zip(seeds, jobs) if job not in stopped]
+    reports = {s: json.loads((work / f"nextpnr-report.s{s}.json").read_text()) for s in done}
+    fmax = {s: core_fmax(reports[s]) if s in reports else None for s in seeds}
+    best = max(done, key=lambda s: (fmax[s], -s))
     return best, reports[best], fmax

@@ -38,6 +38,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    from .build import LAGGARD_FACTOR
     b = subparsers.add_parser(
         "bitstream", help="build an FPGA bitstream of the VTA board design (Yosys, nextpnr)",
         description="Build the board design (VTA core, DRAM on chip or in SDRAM, UART host "
@@ -50,7 +51,9 @@ def register(subparsers) -> None:
     b.add_argument("--seeds", type=int, default=1, metavar="N",
                    help="place and route with the N seeds SEED ... SEED+N-1, as many at once "
                         "as the machine has cores, and keep the one with the fastest core "
-                        "clock; the report lists every seed's Fmax (default 1)")
+                        "clock; once one seed has finished in T, a seed still running after "
+                        f"{LAGGARD_FACTOR:g}·T is stopped (reported as stopped); the report "
+                        "lists every seed's Fmax (default 1)")
     b.add_argument("--dram-kib", type=int, default=None,
                    help="DRAM the host and core see, in KiB, a power of two (default: 64 on "
                         "chip, all 32768 of the SDRAM)")

@@ -65,7 +65,8 @@ class GemmWithBuffers(wiring.Component):
 
     def elaborate(self, platform):
         from amaranth.lib.memory import Memory
-        from hw.gemm import GemmCore
+        from hw.compute import acc_buffer
+        from hw.gemm import GemmCore, operand_buffer
         m = Module()
         cfg = self._cfg
         m.submodules.gemm = g = GemmCore(cfg)
@@ -73,8 +74,13 @@ class GemmWithBuffers(wiring.Component):
                      self.err.eq(g.err), self.uop_done.eq(g.uop_done),
                      self.acc_wdata.eq(g.acc_wdata)]
         for b, (width, log_depth) in self._buffers(cfg).items():
-            m.submodules[b] = mem = Memory(shape=width, depth=1 << log_depth, init=[])
-            w, r = mem.write_port(), mem.read_port()
+            if b == "acc":      # the compute module's ACC buffer (registered read and write)
+                w, (r, _) = acc_buffer(m, cfg, platform=platform)
+            elif b in ("inp", "wgt"):       # the core's, read through output registers
+                w, r = operand_buffer(m, f"{b}_buf", width, 1 << log_depth, platform=platform)
+            else:
+                m.submodules[b] = mem = Memory(shape=width, depth=1 << log_depth, init=[])
+                w, r = mem.write_port(), mem.read_port()
             m.d.comb += [r.addr.eq(getattr(g, f"{b}_raddr")),
                          getattr(g, f"{b}_rdata").eq(r.data)]
             waddr, wdata, wen = (getattr(self, f"{b}_load_{k}") for k in ("addr", "data", "en"))

@@ -128,8 +128,9 @@ def make_report(board: Board, cfg: VTAConfig, pnr: dict, synth: dict, top, *, se
                 versions: dict, seconds: float, seeds_fmax: dict | None = None,
                 levels: dict | None = None) -> dict:
     """The report of the build placed and routed with ``seed``; ``seeds_fmax`` is every seed
-    tried with its core-clock Fmax (only ``seed`` when absent); ``levels`` the synthesised
-    netlist's :func:`~bitstreams.levels.lut_levels` (left out when absent)."""
+    tried with its core-clock Fmax (None: stopped as a laggard; only ``seed`` when absent);
+    ``levels`` the synthesised netlist's :func:`~bitstreams.levels.lut_levels` (left out when
+    absent)."""
     util = pnr.get("utilization", {})
     resources = {}
     for pnr_name, name in RESOURCES.items():
@@ -193,7 +194,8 @@ def summary_text(r: dict) -> str:
         lines += ["", *levels_lines(r["lut_levels"])]
     tried = r.get("seeds", {})
     others = (f" (the fastest of seeds {', '.join(tried)}: "
-              f"{', '.join(f'{v:.2f}' for v in tried.values())} MHz)" if len(tried) > 1 else "")
+              f"{', '.join('stopped' if v is None else f'{v:.2f}' for v in tried.values())} MHz)"
+              if len(tried) > 1 else "")
     lines += ["", f"seed {r['seed']}{others}, built in {r['build_seconds']:.0f} s",
               *[f"{k}: {v}" for k, v in r["tools"].items()]]
     return "\n".join(lines) + "\n"

@@ -50,8 +50,9 @@ OP_FLAGS = ("add", "shr", "mul", "minmax", "max")
 #: far left SHR (0) or MUL (the join, chosen by the instruction's MUL flag).
 PICKS = ("a", "b", "sum", "sh", "sign")
 #: S4's forwards, newest first: the micro-op two stages ahead (S6's pick), three (S7's
-#: result), four (the result register, being written), five and six (the last two writes).
-FORWARDS = ("s6", "s7", "r8", "last", "last2")
+#: result), four (the result register, being written), five to seven (the last three writes;
+#: a write lands in the block RAM a cycle after it is presented, ``hw.compute.acc_buffer``).
+FORWARDS = ("s6", "s7", "r8", "last", "last2", "last3")
 
 
 def op_flags(op):
@@ -169,9 +170,9 @@ class TensorAlu(wiring.Component):
     ``busy`` lasts N + 8 + *s*(N − 1) cycles. Pipeline: S0
     micro-op read; S1 indices and their range check, and the stall of the next cycle (S1's
     index against S2's), into registers; S2 ACC reads of dst (port A) and src (port B),
-    ``err``, the forward compares (against S4–S8) into registers; S3 the block RAMs' data
-    registered, the operand selects registered (which micro-op ahead, now in S5–S8 or the last
-    write, writes the entry); S4 operands registered (data or forwarded, the immediate folded
+    ``err``, the forward compares (against S4–S9) into registers; S3 the block RAMs' data
+    into their output registers, the operand selects registered (which micro-op ahead, now in
+    S5–S8 or the last two writes, writes the entry); S4 operands registered (data or forwarded, the immediate folded
     in); S5 BATCH × BLOCK_OUT lanes compute a + b, SHR's shift, MIN/MAX's compare and SHR's
     far tests (as a one-hot pick of the result) into registers, and MUL's multipliers load
     the operands into their input registers; S6 the pick, and MUL's partial products of
@@ -181,8 +182,9 @@ class TensorAlu(wiring.Component):
     in S2 a cycle more (S0 and S1 hold, its reads repeat) and a bubble enters S3, so a
     producer is always two or more stages ahead of its reader: S4 forwards (:data:`FORWARDS`)
     from S6's pick (two ahead; never a MUL, three or more behind), S7's result (three), the
-    result register (four) and the last two writes (five, six); the S2 read sees everything
-    older. No op shares a cycle with a forward of its own result, no block-RAM output feeds
+    result register (four) and the last three writes (five to seven: a write lands in the
+    block RAM a cycle after S8, ``hw.compute.acc_buffer``); the S2 read sees everything
+    older; its data is in the block RAM's output register in S4. No op shares a cycle with a forward of its own result, no block-RAM output feeds
     logic before a register, and the operand select ends in fabric registers (the DSPs load
     from them a cycle later). Vector mode runs at the same rate because the ACC buffer has a second
     read port for src (on an FPGA: a copy of the ACC buffer). An index past the ACC depth
@@ -218,8 +220,9 @@ class TensorAlu(wiring.Component):
             m.d.sync += [ops.eq(op_flags(insn.alu_opcode)), use_imm.eq(insn.use_imm),
                          imm.eq(insn.imm)]
         L = cfg.log_acc_depth
-        self._v = {k: Signal(name=f"v{k}") for k in range(1, ALU_LATENCY + 1)}
-        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, ALU_LATENCY + 1)}
+        # (one stage past the write: the micro-op whose write lands in the block RAM)
+        self._v = {k: Signal(name=f"v{k}") for k in range(1, ALU_LATENCY + 2)}
+        self._d = {k: Signal(L, name=f"d{k}") for k in range(3, ALU_LATENCY + 2)}
         is_mul = ops[OP_FLAGS.index("mul")]
         self._d2, self._s2, bad = self._front(m, loop, use_imm, is_mul)
         sel = self._selects(m, use_imm)
@@ -243,7 +246,14 @@ class TensorAlu(wiring.Component):
         m.d.comb += self.uop_raddr.eq(loop.uop_next)   # read a cycle ahead: data in S0
         wd, ws = self._widths["dst"], self._widths["src"]
         stall = Signal()        # a register: computed a cycle ahead (below)
-        m.d.comb += loop.hold.eq(stall)
+        # ``UopLoop.hold`` from a copy of it (the same recurrence from the same reset; the
+        # copy's next value reads the copy itself, so Yosys keeps both flip-flops, as the
+        # arbiter's ``owner_<i>``): the copy sits among the loop registers it enables,
+        # ``stall`` by the compares that set it and S0–S2 (Fmax: the one flip-flop was placed
+        # among its loads, 2.55 ns from its compare, ecp5-large's worst path at 100 MHz;
+        # §12 session 21)
+        loop_hold = Signal(name="loop_hold", attrs={"keep": 1})
+        m.d.comb += loop.hold.eq(loop_hold)
         d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
         u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
         d2, s2, bad = Signal(L), Signal(L), Signal()
@@ -311,9 +321,11 @@ class TensorAlu(wiring.Component):
         reads_ahead = reads(u_dst == d2_less_d1, u_src == d2_less_s1)
         reads_ahead2 = reads(u_dst == d3_less_d1, u_src == d3_less_s1)
         held_reads_ahead = reads(d2 == self._d[3], s2 == self._d[3])
-        m.d.sync += stall.eq(Mux(stall, is_mul & v[3] & held_reads_ahead,
-                                 v[1] & ((v[2] & ~bad & reads_ahead)
-                                         | (is_mul & v[3] & reads_ahead2))))
+        stays = is_mul & v[3] & held_reads_ahead
+        starts = v[1] & ((v[2] & ~bad & reads_ahead) | (is_mul & v[3] & reads_ahead2))
+        m.d.sync += [stall.eq(Mux(stall, stays, starts)),
+                     loop_hold.eq(Mux(loop_hold, stays, starts))]
+        self.invariants.append(("loop_hold", loop_hold, stall))
         self._s3 = Signal(L)
         m.d.sync += [v[3].eq(v[2] & ~bad & ~stall), d[3].eq(d2), self._s3.eq(s2)]
         return d2, s2, bad
@@ -321,14 +333,14 @@ class TensorAlu(wiring.Component):
     def _selects(self, m, use_imm):
         """S3: where S4's operands come from, as one-hot registers per side (a: dst, b: src):
         the newest of the micro-ops now in S6, S7, S8 and the last two writes (in S4's cycle
-        two to six stages ahead: S6's pick, S7's result, the result register, the last write,
-        the one before it) that writes the entry, else the block RAM's data (``ram``); b is
+        two to seven stages ahead: S6's pick, S7's result, the result register, the last
+        three writes) that writes the entry, else the block RAM's data (``ram``); b is
         the immediate (``imm``) in immediate mode. The one just ahead never writes it (the
         stall; in a MUL neither does the one two ahead, whose product is not yet made, so
         ``s6`` never selects a MUL)."""
         v, d = self._v, self._d
         L = self._cfg.log_acc_depth
-        # The index compares two cycles ahead, registered twice: S2's indices against S4–S8,
+        # The index compares two cycles ahead, registered twice: S2's indices against S4–S9,
         # whose micro-ops are two stages further on when the reader reaches S4 (the stages
         # from S3 on never hold; a stalled reader repeats its compares).
         before = [(v[k], d[k]) for k in range(4, 4 + len(FORWARDS))]
@@ -346,7 +358,7 @@ class TensorAlu(wiring.Component):
         return sel
 
     def _back(self, m, sel, ops, use_imm, imm):
-        """S3 ACC data registered → S4 operands → S5 lanes → S6 MUL's products and the pick →
+        """S3 ACC data into the block RAMs' output registers → S4 operands → S5 lanes → S6 MUL's products and the pick →
         S7 join → S8 write; returns S8's result register. S4's operands: by S3's selects, the
         data or a forward (S6's pick, S7's result, the result register, the last two writes)
         or the immediate."""
@@ -354,11 +366,10 @@ class TensorAlu(wiring.Component):
         v, d = self._v, self._d
         lanes = cfg.batch * cfg.block_out
         bits = cfg.acc_elem_bits
-        r8, last_data, last2_data = (Signal(bits, name=n) for n in ("r8", "last_data",
-                                                                    "last2_data"))
-        ram_a, ram_b = Signal(bits, name="ram_a4"), Signal(bits, name="ram_b4")
-        # S3: the block RAMs' outputs straight into registers
-        m.d.sync += [ram_a.eq(self.acc_rdata), ram_b.eq(self.src_rdata)]
+        r8, last_data, last2_data, last3_data = (
+            Signal(bits, name=n) for n in ("r8", "last_data", "last2_data", "last3_data"))
+        # S4's data: the block RAMs' output registers (``hw.compute.acc_buffer``)
+        ram_a, ram_b = self.acc_rdata, self.src_rdata
         a5, b5 = Signal(bits, name="a5"), Signal(bits, name="b5")
         s6_pick, s7 = self._lanes(m, ops, a5, b5)
 
@@ -369,16 +380,17 @@ class TensorAlu(wiring.Component):
             # theirs from a5/b5 a cycle later, Fmax: docs/hardware.md §12 session 17)
             s = sel[side]
             return one_hot(bits, [(s["r8"], r8), (s["last"], last_data),
-                                  (s["last2"], last2_data), (s["ram"], ram), *extra,
-                                  (s["s7"], s7), (s["s6"], s6_pick)])
+                                  (s["last2"], last2_data), (s["last3"], last3_data),
+                                  (s["ram"], ram), *extra, (s["s7"], s7), (s["s6"], s6_pick)])
 
         m.d.sync += [a5.eq(operand("a", ram_a)),
                      b5.eq(operand("b", ram_b, [(sel["b"]["imm"],
                                                  imm.as_unsigned().replicate(lanes))]))]
-        for k in range(4, ALU_LATENCY + 1):
+        for k in range(4, ALU_LATENCY + 2):
             m.d.sync += [v[k].eq(v[k - 1]), d[k].eq(d[k - 1])]
-        # S8 writes r8; the last two writes are kept for the S4 of five and six behind.
-        m.d.sync += [r8.eq(s7), last_data.eq(r8), last2_data.eq(last_data)]
+        # S8 writes r8; the last three writes are kept for the S4 of five to seven behind.
+        m.d.sync += [r8.eq(s7), last_data.eq(r8), last2_data.eq(last_data),
+                     last3_data.eq(last2_data)]
         return r8
 
     def _lanes(self, m, ops, a5, b5):

@@ -19,7 +19,7 @@ from .gemm import GemmCore
 from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 from .sram import block_ram
 
-__all__ = ["ComputeModule", "narrow"]
+__all__ = ["ComputeModule", "acc_buffer", "narrow"]
 
 # The head decode's two register stages (ComputeModule._head_decode) settle before a start.
 assert HEAD_SETTLE >= 3
@@ -33,6 +33,18 @@ def narrow(cfg: VTAConfig, acc_value):
 
 def _sext(v, width):
     return Cat(v, v[-1].replicate(width - len(v)))
+
+
+def acc_buffer(m: Module, cfg: VTAConfig, *, platform=None, init=None):
+    """The ACC buffer ``acc_buf`` (``hw.sram.block_ram``): (write port, [dst read port, src
+    read port]). Reads through the block RAMs' own output registers (data two cycles after
+    the address; the GEMM's and the ALU's data registers, loaded in every cycle, were those
+    registers in fabric, and the block RAM's clock-to-output and a route across the die into
+    them were ecp5-large's worst endpoints, docs/hardware.md §12 session 22); writes
+    registered beside the block RAMs, so a write lands a cycle after it is presented (the
+    GEMM and the ALU forward it). ``init``: test benches."""
+    return block_ram(m, "acc_buf", shape=cfg.acc_elem_bits, depth=cfg.acc_depth, reads=2,
+                     out_reg=True, write_reg=True, platform=platform, init=init)
 
 
 class ComputeModule(wiring.Component):
@@ -69,8 +81,7 @@ class ComputeModule(wiring.Component):
         m = Module()
         cfg = self._cfg
         uop_w, (uop_r,) = block_ram(m, "uop_buf", shape=32, depth=cfg.uop_depth)
-        acc_w, (acc_ra, acc_rb) = block_ram(m, "acc_buf", shape=cfg.acc_elem_bits,
-                                            depth=cfg.acc_depth, reads=2)
+        acc_w, (acc_ra, acc_rb) = acc_buffer(m, cfg, platform=platform)
 
         m.submodules.ld_uop = ld_uop = TensorLoader(cfg, elem_bytes=cfg.uop_elem_bytes,
                                                     sram_bits=32, addr_bits=cfg.log_uop_depth)

@@ -13,12 +13,12 @@ from isa.arch import COUNTERS, STAGES
 from .compute import ComputeModule
 from .fetch import FetchModule
 from .fields import INDEX_BITS
+from .gemm import operand_buffer
 from .load import LoadModule
 from .memport import MemArbiter, MemPortSignature
 from .modcommon import ERR_BITS
 from .queues import CommandQueue, TokenQueues
-from .sram import block_ram
-from .store import StoreModule
+from .store import StoreModule, out_buffer
 
 __all__ = ["VTACore", "COUNTERS"]
 
@@ -74,21 +74,25 @@ class VTACore(wiring.Component):
         m.submodules.arbiter = arb = MemArbiter(cfg)
         modules = (load, compute, store)
 
-        self._buffers(m, load, compute, store)
+        self._buffers(m, load, compute, store, platform)
         self._memory(m, fetch, modules, arb)
         self._queues(m, fetch, queues, modules, tok)
         ctl = self._control(m, go, fetch, modules, queues, arb)
         self._counters(m, go, ctl, fetch, modules, arb)
         return top
 
-    def _buffers(self, m, load, compute, store):
+    def _buffers(self, m, load, compute, store, platform):
         """The shared buffers: INP, WGT (load writes, compute reads), OUT (compute writes,
-        store reads). Block RAMs with one synchronous read port each (data the cycle after the
-        address); the modules' contracts account for it."""
+        store reads). Block RAMs with one synchronous read port each, read through the block
+        RAMs' own output registers (data two cycles after the address; OUT's register advances
+        with its read enable: :func:`hw.gemm.operand_buffer`, :func:`hw.store.out_buffer`);
+        the modules' contracts account for it."""
         cfg = self._cfg
-        inp_w, (inp_r,) = block_ram(m, "inp_buf", shape=cfg.inp_elem_bits, depth=cfg.inp_depth)
-        wgt_w, (wgt_r,) = block_ram(m, "wgt_buf", shape=cfg.wgt_elem_bits, depth=cfg.wgt_depth)
-        out_w, (out_r,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth)
+        inp_w, inp_r = operand_buffer(m, "inp_buf", cfg.inp_elem_bits, cfg.inp_depth,
+                                      platform=platform)
+        wgt_w, wgt_r = operand_buffer(m, "wgt_buf", cfg.wgt_elem_bits, cfg.wgt_depth,
+                                      platform=platform)
+        out_w, out_r = out_buffer(m, cfg, platform=platform)
         m.d.comb += [
             inp_w.addr.eq(load.inp_waddr), inp_w.data.eq(load.inp_wdata), inp_w.en.eq(load.inp_wen),
             wgt_w.addr.eq(load.wgt_waddr), wgt_w.data.eq(load.wgt_wdata), wgt_w.en.eq(load.wgt_wen),

@@ -22,8 +22,8 @@ __all__ = ["DmaReader", "DmaWriter", "TensorLoader", "PREPARE_CYCLES", "FETCH_PR
 
 _WIDE = ADDR_BITS + 16
 #: Cycles the modules' engines (started from the queue head) have their inputs held before
-#: ``start`` (``_Walker.prepare``'s two stages).
-PREPARE_CYCLES = 2
+#: ``start`` (``_Walker.prepare``'s three stages).
+PREPARE_CYCLES = 3
 #: The same for fetch's reader: its inputs are the launch's, present from the launch cycle, and
 #: fetch starts in the cycle after it (docs/hardware.md §4).
 FETCH_PREPARE_CYCLES = 1
@@ -173,15 +173,17 @@ class _Walker:
         return one
 
     def prepare(self, m: Module, addr, count, rows, stride, cycles: int) -> dict:
-        """The walker's state at the start of a transfer from the engine's inputs, in two
-        registered stages (P1 the row's span terms, P2 its first burst) computed every cycle:
+        """The walker's state at the start of a transfer from the engine's inputs, in up to
+        three registered stages (P0 the inputs copied beside the engine, P1 the row's span
+        terms, P2 its first burst) computed every cycle:
         ``start`` copies them, so the inputs must be held ``cycles`` cycles before ``start``
         and in its cycle (the modules give the queue head, which sits there ``HEAD_SETTLE``
         cycles first: ``PREPARE_CYCLES``). The span arithmetic is then off the start
         condition's path (Fmax). ``cycles`` = 1 (fetch's reader, whose inputs come with the
-        launch, in the cycle before its ``start``): P2 only is registered. The stage registers
-        are reset-less, so the launch's reset does not clear what they prepare."""
-        assert cycles in (0, 1, 2), cycles
+        launch, in the cycle before its ``start``): P2 only is registered; 2: P1 and P2;
+        3: all three. The stage registers are reset-less, so the launch's reset does not
+        clear what they prepare."""
+        assert cycles in (0, 1, 2, 3), cycles
 
         def stage(values, tag, registered=True):
             # reset-less: recomputed in every cycle, and fetch's launch resets its reader in
@@ -196,6 +198,14 @@ class _Walker:
                 domain += reg.eq(value)
             return regs
 
+        if cycles == 3:
+            # P0: the queue head's fields reach the engine in a cycle of their own (Fmax: the
+            # head sits by the queue's block RAM, far from the engine; STORE's
+            # ``p1_count_nz`` was among ecp5-large's worst endpoints, §12 session 21)
+            p0 = stage({"_in_addr": addr, "_in_count": count, "_in_rows": rows,
+                        "_in_stride": stride}, "p0")
+            addr, count, rows, stride = (p0[k] for k in ("_in_addr", "_in_count", "_in_rows",
+                                                         "_in_stride"))
         nbytes = count << self.le
         lb = self.lb
         if self.le >= lb:
@@ -213,7 +223,7 @@ class _Walker:
                     "more": ~_equals(rows, 1), "_count_nz": ~_equals(count, 0),
                     "rows_nz": ~_equals(rows, 0),
                     # for the engines' data sides, loaded in their idle cycles
-                    "count_one": _equals(count, 1)}, "p1", registered=cycles == 2)
+                    "count_one": _equals(count, 1)}, "p1", registered=cycles >= 2)
         first, beats, over = self._span(p1["addr"], p1["_whole"], p1["_whole1"], p1["_tail"])
         burst, fits, one, one_after = self._fit(
             beats, first, self._span_one(over, p1["_whole_one"], p1["_whole1_one"]))

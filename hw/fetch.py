@@ -129,9 +129,10 @@ class FetchModule(wiring.Component):
     requested (prefetched, without waiting for the previous burst's data) only while the
     buffer's level plus P per burst in flight plus P for the new one fit in 2P, so every
     requested instruction has room and reading never stalls the read channel. The port's beats
-    pass a :class:`~hw.memport.StreamSlice` before the reader (one cycle; a burst is in flight
-    until its last beat leaves the slice). An instruction written into the buffer in cycle *t*
-    can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
+    pass a :class:`~hw.memport.StreamSlice` before the reader (one cycle), and each instruction
+    the reader completes passes one register before the buffer (one cycle; a burst is in
+    flight until its last instruction is written). An instruction written into the buffer in
+    cycle *t* can be dispatched from *t* + 1; dispatch moves one instruction per cycle into its
     command queue (STORE → store; LOAD INP/WGT → load; LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH
     → compute) and stalls while that queue is full (head-of-line). The errors that the fields
     alone reveal (illegal opcode, must-be-zero token bit, memory type, STORE padding, ALU
@@ -171,7 +172,14 @@ class FetchModule(wiring.Component):
         m.submodules.buf = buf = HeadFIFO(width=entry.size, depth=depth)
         w_entry = Signal(entry)
         r_entry = Signal(entry)
-        m.d.comb += [buf.w_data.eq(w_entry), r_entry.eq(buf.r_data)]
+        # The decoded entry, its write and the burst's end pass one register (``w1_*``)
+        # before the buffer and its bookkeeping: the placer puts fetch's reader and its
+        # buffer far apart (43 rows, §12 session 21), so the route between them gets a cycle
+        # of its own. An instruction reaches the buffer one cycle later; the request gate
+        # counts the burst in flight until its last instruction is in the buffer, as before.
+        w1_entry = Signal(entry, reset_less=True)
+        w1_valid, w1_done = Signal(), Signal()
+        m.d.comb += [buf.w_data.eq(w1_entry), r_entry.eq(buf.r_data)]
         # The memory's beats pass a StreamSlice before the reader and the buffer: fetch's
         # reader is placed far from both the arbiter and the buffer, and the beat's valid was
         # the critical path (route, reader, route, buffer bookkeeping; §12 session 19). Every
@@ -197,15 +205,16 @@ class FetchModule(wiring.Component):
         m.d.comb += [
             reader.addr.eq(self.insn_addr), reader.count.eq(self.insn_count),
             reader.rows.eq(1), reader.stride.eq(0), reader.out.ready.eq(1),
-            w_entry.word.eq(reader.out.payload), buf.w_en.eq(reader.out.valid & running),
+            w_entry.word.eq(reader.out.payload), buf.w_en.eq(w1_valid & running),
             rcmd_fire.eq(self.port.rcmd.valid & self.port.rcmd.ready),
             rd_done.eq(rd.valid & rd.ready & rd.payload.last),
         ]
-        m.d.sync += inflight.eq(inflight + rcmd_fire - rd_done)
+        m.d.sync += [w1_entry.eq(w_entry), w1_valid.eq(reader.out.valid), w1_done.eq(rd_done),
+                     inflight.eq(inflight + rcmd_fire - w1_done)]
         head_bad = Signal()         # an illegal instruction at the dispatch point: fetch stops
         at_last = Signal()          # ``index == insn_count − 1`` (a register, ``_control``)
         self._request_gate(m, reader, buf, per, depth, running, head_bad, at_last, inflight,
-                           rcmd_fire, rd_done)
+                           rcmd_fire, w1_done)
         index = Signal(INDEX_BITS)
         m.d.comb += [self.q_data.word.eq(r_entry.word), self.q_data.index.eq(index)]
         # (Decoded from the reader's output, not from ``w_entry``: a signal that feeds its own
@@ -239,7 +248,7 @@ class FetchModule(wiring.Component):
 
     @staticmethod
     def _request_gate(m, reader, buf, per, depth, running, head_bad, at_last, inflight,
-                      rcmd_fire, rd_done):
+                      rcmd_fire, burst_end):
         """The reader's ``issue_ok``: ``running`` and level + P·inflight ≤ 2P − P, kept in a
         register loaded with that condition on the next state, so it has the same value in
         every cycle as the condition on the present state (no cycle changes) but leaves a
@@ -248,9 +257,9 @@ class FetchModule(wiring.Component):
         or one and the buffer empty"; it is formed for each possible step of level and
         inflight (−1, 0, +1 each) from registers: the buffer level's compares with P − 1,
         P, P + 1, 0 and 1 are flags loaded with their next values (each the present flag or
-        a neighbour's), so each of the nine is one LUT of flags and ``inflight``; the late
-        handshakes (``rcmd`` through the arbiter, the ``rd`` beats, dispatch) only select
-        one of the nine (Fmax)."""
+        a neighbour's), so each of the nine is one LUT of flags and ``inflight``; the steps
+        (the buffer's write and ``burst_end``, registers; the late ``rcmd`` handshake through
+        the arbiter and dispatch) only select one of the nine (Fmax)."""
         gate = Signal()
         m.d.comb += reader.issue_ok.eq(gate)
         level = buf.level
@@ -292,7 +301,7 @@ class FetchModule(wiring.Component):
         # the queues' ``w_rdy``), each made from the other steps; those two only select
         # (Fmax). ``running`` stays after a dispatch unless it was the last one, and without
         # one unless the head is illegal (``run_end``'s two cases).
-        w, d = buf.w_en, rd_done
+        w, d = buf.w_en, burst_end
         stays = Signal()
         m.d.comb += stays.eq(reader.start | running & ~head_bad)
         outcome = {}

@@ -12,9 +12,20 @@ from isa.config import VTAConfig
 from .alu import one_hot
 from .fields import gemm_insn, uop
 from .dsp import RegisteredProduct
+from .sram import block_ram
 from .uop_loop import UopLoop, offset_widths
 
-__all__ = ["GemmCore", "GEMM_LATENCY"]
+__all__ = ["GemmCore", "operand_buffer", "GEMM_LATENCY"]
+
+
+def operand_buffer(m: Module, name: str, bits: int, depth: int, *, platform=None, init=None):
+    """The INP or WGT buffer (``hw.core``), as the GEMM reads it: (write port, read port),
+    the read through the block RAMs' own output register (``hw.sram.block_ram``'s
+    ``out_reg``: data two cycles after the address; the GEMM's S3 registers, loaded in every
+    cycle, were that register in fabric). ``init``: test benches."""
+    wp, (rp,) = block_ram(m, name, shape=bits, depth=depth, out_reg=True, platform=platform,
+                          init=init)
+    return wp, rp
 
 
 class GemmCore(wiring.Component):
@@ -26,16 +37,19 @@ class GemmCore(wiring.Component):
     ACC[dst] in cycle *c* + 1 + *j* + ``GEMM_LATENCY`` (9); ``busy`` is high from *c* + 1 up to
     and including the cycle of the last write, so an instruction of N micro-ops keeps ``busy``
     for N + 9 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
-    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data
-    registered; S4 the operands into the multipliers' input registers (``hw.dsp``); S5
+    and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data in
+    the block RAMs' output registers (``inp_rdata``/``wgt_rdata`` two cycles after the
+    address, :func:`operand_buffer`); S4 the operands into the multipliers' input registers (``hw.dsp``); S5
     products in the multipliers' output registers, ACC read; S6 products copied into fabric
-    registers (a route only), ACC data registered (straight from the block RAM); S7 half sums
+    registers (a route only), ACC data in the block RAM's output register; S7 half sums
     registered, ACC operand registered (the data or forwarded); S8 operand + half sums into a
-    result register; S9 write. Every block-RAM output goes
-    straight into a register, and no multiplier shares a cycle with an add, nor the add
-    with the ACC write (the FPGA's critical paths before). The ACC read misses the writes of
-    the four micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`, so
-    back-to-back accumulation into one entry is exact at full rate. ``reset`` writes zeros
+    result register; S9 write. The ACC port is the compute module's: ``acc_rdata`` is the
+    data of ``acc_raddr`` two cycles later (a registered read), and a write presented on
+    ``acc_w*`` lands in the block RAM a cycle later (a registered write). Every block-RAM
+    output goes straight into a register, and no multiplier shares a cycle with an add, nor
+    the add with the ACC write (the FPGA's critical paths before). The ACC read misses the
+    writes of the five micro-ops ahead; they are forwarded as in :class:`~hw.alu.TensorAlu`,
+    so back-to-back accumulation into one entry is exact at full rate. ``reset`` writes zeros
     (INP/WGT indices are not checked). An index past its buffer raises ``err`` (in S2) and
     stops issue. ``busy`` and ``err`` are registers loaded with their next values, the
     instruction's fields are taken in every idle cycle.
@@ -128,7 +142,8 @@ class GemmCore(wiring.Component):
         return v1, v2, v3, a3, bad
 
     def _products(self, m, v3, a3):
-        """S3 INP/WGT data registered → S4 the operands into the multipliers' input registers
+        """S3 INP/WGT data in the block RAMs' output registers → S4 the operands into the
+        multipliers' input registers
         → S5 products into their output registers → S6 products copied into fabric registers
         → S7 two half sums registered; returns S4's … S7's valid bits and ACC indices (by stage)
         and the half sums (a list of two per BATCH × BLOCK_OUT lane, one for BLOCK_IN 1). The block
@@ -142,7 +157,9 @@ class GemmCore(wiring.Component):
         x4, w4 = Signal(cfg.inp_elem_bits), Signal(cfg.wgt_elem_bits)
         v = {k: Signal(name=f"v{k}") for k in range(4, 8)}
         a = {k: Signal(cfg.log_acc_depth, name=f"a{k}") for k in range(4, 8)}
-        m.d.sync += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata), v[4].eq(v3), a[4].eq(a3)]
+        # S3's INP/WGT data: the block RAMs' output registers (``operand_buffer``)
+        m.d.comb += [x4.eq(self.inp_rdata), w4.eq(self.wgt_rdata)]
+        m.d.sync += [v[4].eq(v3), a[4].eq(a3)]
         m.d.sync += [s.eq(d[k - 1]) for d in (v, a) for k, s in d.items() if k > 4]
         prods = {}
         for b in range(nb):
@@ -173,39 +190,43 @@ class GemmCore(wiring.Component):
         return v, a, halves
 
     def _accumulate(self, m, v7, a5, a7, halves, reset):
-        """S5 ACC read → S6 ACC data registered → S7 ACC operand registered → S8 the operand
-        plus the lane's two half sums (one three-input add: Yosys's carry-save layer and one
-        carry chain) into a result register → S9 write; returns S9's valid, index and result,
-        and S8's valid. The S5 read misses the writes of the four micro-ops ahead (newest
-        wins): S7 takes the S9 result (two ahead) over the last write (three ahead) over the
-        one before it (four ahead) over the block RAM's data, by one-hot selects registered
-        in S6 (the compares sit a cycle before the multiplexer); S8 takes the S9 result (one
-        ahead) when S7 flagged the index match, so the add sits between registers behind a
-        2:1 multiplexer."""
+        """S5 ACC read → S6 ACC data in the block RAM's output register (the ACC port's
+        ``out_reg``, ``hw.compute``) → S7 ACC operand registered → S8 the operand plus the
+        lane's two half sums (one three-input add: Yosys's carry-save layer and one carry
+        chain) into a result register → S9 write (it lands in the block RAM a cycle later:
+        the ACC port's ``write_reg``); returns S9's valid, index and result, and S8's valid.
+        The S5 read misses the writes of the five micro-ops ahead (newest wins): S7 takes the
+        S9 result (two ahead) over the last three writes (three, four and five ahead) over
+        the block RAM's data, by one-hot selects registered in S6 (the compares sit a cycle
+        before the multiplexer); S8 takes the S9 result (one ahead) when S7 flagged the index
+        match, so the add sits between registers behind a 2:1 multiplexer."""
         cfg = self._cfg
         aw = cfg.acc_width
         m.d.comb += self.acc_raddr.eq(a5)
-        v8, v9 = Signal(), Signal()
-        a8, a9 = (Signal(cfg.log_acc_depth, name=n) for n in ("a8", "a9"))
-        acc8, r9, last_data, last2_data, data7 = (
+        v8, v9, v10 = Signal(), Signal(), Signal()
+        a8, a9, a10 = (Signal(cfg.log_acc_depth, name=n) for n in ("a8", "a9", "a10"))
+        acc8, r9, last_data, last2_data, last3_data = (
             Signal(cfg.acc_elem_bits, name=n)
-            for n in ("acc8", "r9", "last_data", "last2_data", "data7"))
-        m.d.sync += data7.eq(self.acc_rdata)      # S6: the block RAM's output, registered
+            for n in ("acc8", "r9", "last_data", "last2_data", "last3_data"))
+        data7 = self.acc_rdata      # S6: the block RAM's output register
         # S6: who writes a6's entry last among those S7's select sees (newest wins), one-hot,
         # from index compares made a cycle ahead and registered (S5's a5 is S6's a6 then, and
-        # what is in S8, S9 and the last write was in S7, S8 and S9: no stage holds)
-        f9, f_last, f_last2 = (Signal(name=n) for n in ("f9", "f_last", "f_last2"))
+        # what is in S8, S9 and the last two writes was in S7, S8, S9 and S10: no stage holds)
+        f9, f_last, f_last2, f_last3 = (Signal(name=n)
+                                        for n in ("f9", "f_last", "f_last2", "f_last3"))
         m.d.sync += [f9.eq(v7 & (a7 == a5)), f_last.eq(v8 & (a8 == a5)),
-                     f_last2.eq(v9 & (a9 == a5))]
-        sel = {n: Signal(name=f"sel7_{n}") for n in ("r9", "last", "last2", "data")}
+                     f_last2.eq(v9 & (a9 == a5)), f_last3.eq(v10 & (a10 == a5))]
+        sel = {n: Signal(name=f"sel7_{n}") for n in ("r9", "last", "last2", "last3", "data")}
         m.d.sync += [sel["r9"].eq(f9), sel["last"].eq(~f9 & f_last),
                      sel["last2"].eq(~f9 & ~f_last & f_last2),
-                     sel["data"].eq(~f9 & ~f_last & ~f_last2)]
+                     sel["last3"].eq(~f9 & ~f_last & ~f_last2 & f_last3),
+                     sel["data"].eq(~f9 & ~f_last & ~f_last2 & ~f_last3)]
         hit8 = Signal()
         m.d.sync += [
-            v8.eq(v7), a8.eq(a7), hit8.eq(v8 & (a8 == a7)),
+            v8.eq(v7), a8.eq(a7), hit8.eq(v8 & (a8 == a7)), v10.eq(v9), a10.eq(a9),
             acc8.eq(one_hot(cfg.acc_elem_bits, [(sel["r9"], r9), (sel["last"], last_data),
                                                  (sel["last2"], last2_data),
+                                                 (sel["last3"], last3_data),
                                                  (sel["data"], data7)])),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
@@ -214,8 +235,8 @@ class GemmCore(wiring.Component):
         for i, lane in enumerate(halves):
             lanes.append(sum(lane, acc_in[i * aw:(i + 1) * aw].as_signed())[:aw])
         m.d.sync += [v9.eq(v8), a9.eq(a8), r9.eq(Mux(reset, 0, Cat(*lanes)))]
-        # S9 writes r9; the last two writes are kept for the S7 of three and four behind.
-        m.d.sync += [last_data.eq(r9), last2_data.eq(last_data)]
+        # S9 writes r9; the last three writes are kept for the S7 of three to five behind.
+        m.d.sync += [last_data.eq(r9), last2_data.eq(last_data), last3_data.eq(last2_data)]
         return v9, a9, r9, v8
 
 

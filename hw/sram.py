@@ -73,7 +73,8 @@ class WritePort:
 
 
 def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1,
-              out_reg: bool = False, platform=None):
+              out_reg: bool = False, out_en: bool = False, write_reg: bool = False,
+              platform=None, init=None):
     """A memory ``name`` in ``m`` with one write port and ``reads`` synchronous read ports
     (data the cycle after the address, held while ``en`` is low); returns
     ``(write_port, [read_port, ...])``.
@@ -82,21 +83,48 @@ def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1,
     that data (so two cycles after the address; reset to zero). On an ECP5 ``platform`` this
     is the DP16KD's own output register (``REGMODE = "OUTREG"``; a copy of the memory per
     read port), so the register's users see no block-RAM clock-to-output (5.6 ns,
-    docs/hardware.md §12)."""
+    docs/hardware.md §12). ``out_en``: that register loads only while the port's ``en`` is
+    high (the latch and the register advance together; DP16KD's ``OCE``).
+
+    ``write_reg``: the write port's address, data and enable pass a register before the
+    memory, so a write presented in cycle *w* lands in *w* + 1 (a read issued in *w* + 1
+    collides with it: its readers forward it). The registers can sit by the block RAMs, where
+    Yosys's collision emulation put them for an inferred memory (§12 session 20).
+
+    ``init``: initial contents (test benches; the memory is then ``m.submodules[name]``)."""
     if not 1 <= reads <= MAX_READS:
         raise ValueError(f"a block RAM has 1 to {MAX_READS} read ports, not {reads}")
     width = Shape.cast(shape).width
-    if out_reg and on_ecp5(platform) and not _POISON.get() and depth <= max(DP16KD_MODES):
-        return _dp16kd_ram(m, name, width, depth, reads)
-    mem = Memory(shape=shape, depth=depth, init=[], attrs={COLLISION_ATTR: "undefined"})
-    m.submodules[name] = mem
-    wp = mem.write_port()
-    rps = [mem.read_port() for _ in range(reads)]
-    if _POISON.get():
-        rps = [_poison(m, f"{name}_r{i}", wp, rp) for i, rp in enumerate(rps)]
-    if out_reg:
-        rps = [_registered(m, f"{name}_r{i}", rp, width) for i, rp in enumerate(rps)]
+    if out_reg and on_ecp5(platform) and not _POISON.get() and depth <= max(DP16KD_MODES) \
+            and not init:
+        wp, rps = _dp16kd_ram(m, name, width, depth, reads, out_en)
+    else:
+        mem = Memory(shape=shape, depth=depth, init=init or [],
+                     attrs={COLLISION_ATTR: "undefined"})
+        m.submodules[name] = mem
+        wp = mem.write_port()
+        rps = [mem.read_port() for _ in range(reads)]
+        if _POISON.get():
+            rps = [_poison(m, f"{name}_r{i}", wp, rp) for i, rp in enumerate(rps)]
+        if out_reg:
+            rps = [_registered(m, f"{name}_r{i}", rp, width, out_en)
+                   for i, rp in enumerate(rps)]
+    if write_reg:
+        wp = _write_registered(m, name, wp)
     return wp, rps
+
+
+def _write_registered(m: Module, name: str, wp) -> WritePort:
+    # the enable is reset (no write after a reset); address and data follow in every cycle
+    front = WritePort(Signal.like(wp.addr, name=f"{name}_w_addr"),
+                      Signal.like(wp.data, name=f"{name}_w_data"),
+                      Signal(len(wp.en), name=f"{name}_w_en"))
+    addr = Signal.like(wp.addr, name=f"{name}_w1_addr", reset_less=True)
+    data = Signal.like(wp.data, name=f"{name}_w1_data", reset_less=True)
+    en = Signal(len(wp.en), name=f"{name}_w1_en")
+    m.d.sync += [addr.eq(front.addr), data.eq(front.data), en.eq(front.en)]
+    m.d.comb += [wp.addr.eq(addr), wp.data.eq(data), wp.en.eq(en)]
+    return front
 
 
 def on_ecp5(platform) -> bool:
@@ -104,10 +132,12 @@ def on_ecp5(platform) -> bool:
     return getattr(platform, "family", None) == "ecp5"
 
 
-def _registered(m: Module, name: str, rp, width: int) -> ReadPort:
-    # the model of the DP16KD's output register (OCE high, reset with the domain)
+def _registered(m: Module, name: str, rp, width: int, out_en: bool) -> ReadPort:
+    # the model of the DP16KD's output register (OCE high or the port's enable, reset with
+    # the domain)
     data = Signal(width, name=f"{name}_q")
-    m.d.sync += data.eq(rp.data)
+    with m.If(rp.en if out_en else 1):
+        m.d.sync += data.eq(rp.data)
     return ReadPort(rp.addr, rp.en, data)
 
 
@@ -166,7 +196,7 @@ def dp16kd(*, mode: int, waddr, raddr, wdata, we, ren, oce, dout, rst=0) -> Inst
                     p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED", **pins)
 
 
-def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int):
+def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int, out_en: bool):
     """``block_ram(out_reg=True)`` of DP16KDs side by side, each a slice of the word in the
     mode that holds the whole depth (no read multiplexer); one such copy per read port,
     all written alike (as Yosys maps a memory with several read ports)."""
@@ -189,7 +219,7 @@ def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int):
             m.d.comb += [wdata[:n].eq(wp.data[lo:lo + n]), rp.data[lo:lo + n].eq(dout[:n])]
             m.submodules[f"{name}{sfx}{i}"] = dp16kd(
                 mode=mode, waddr=wp.addr, raddr=rp.addr, wdata=wdata, we=wp.en, ren=rp.en,
-                oce=1, dout=dout, rst=ResetSignal())
+                oce=rp.en if out_en else 1, dout=dout, rst=ResetSignal())
         rps.append(rp)
     return wp, rps
 

@@ -14,8 +14,20 @@ from .dsp import RegisteredProduct
 from .extent import mem_range_checks
 from .fields import INDEX_BITS, mem_insn
 from .modcommon import error_index, module_members, raise_error, start_decision, start_outcome
+from .sram import block_ram
 
-__all__ = ["StoreModule"]
+__all__ = ["StoreModule", "out_buffer"]
+
+
+def out_buffer(m: Module, cfg: VTAConfig, *, platform=None):
+    """The OUT buffer ``out_buf`` (``hw.core``: the compute module writes, STORE reads):
+    (write port, read port), the read through the block RAM's own output register, which
+    advances with the read enable (``hw.sram.block_ram``'s ``out_reg``, ``out_en``): the
+    register STORE's writer reads (Fmax: the block RAM's clock-to-output and a route into a
+    fabric register were on ecp5-large's worst list, §12 session 22)."""
+    wp, (rp,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth,
+                          out_reg=True, out_en=True, platform=platform)
+    return wp, rp
 
 
 class StoreModule(wiring.Component):
@@ -30,9 +42,9 @@ class StoreModule(wiring.Component):
     from *s* + 1 until the writer's ``busy`` is low (its last ``wr_ack`` seen), then one RETIRE
     cycle pushes s2g (``push_prev``). ``x_size == 0`` or ``y_size == 0``: START, RETIRE. The
     OUT-buffer reader is two stages in front of the writer, both held while the writer is not
-    ready: the block RAM's read latch runs one element ahead of a register the writer reads
-    (the first read at the start edge *s*), so the first element is there in *s* + 2, the
-    next in the cycle after each one is taken.
+    ready: the block RAM's read latch runs one element ahead of its output register, which
+    the writer reads (:func:`out_buffer`; the first read at the start edge *s*), so the
+    first element is there in *s* + 2, the next in the cycle after each one is taken.
     """
 
     def __init__(self, cfg: VTAConfig):
@@ -59,11 +71,12 @@ class StoreModule(wiring.Component):
         left = Signal(32)
         valid = Signal()
         advance = Signal()
-        # The element the writer reads is a register loaded from the block RAM's read latch
-        # (Fmax: a DP16KD without its output register takes 5.8 ns from clock to data, and the
-        # writer's lane select and the board's write-data register were behind it); the latch
-        # reads one element ahead, both move together on ``advance``.
-        s2_data = Signal(cfg.out_elem_bits)
+        # The element the writer reads is the block RAM's output register, loaded from its
+        # read latch (Fmax: a DP16KD without its output register takes 5.8 ns from clock to
+        # data, and the writer's lane select and the board's write-data register were behind
+        # it); the latch reads one element ahead, both move together on ``advance``
+        # (``out_ren``; in an idle cycle the register takes what the writer will not read).
+        s2_data = self.out_rdata
         m.d.comb += [
             advance.eq(~valid | writer.inp.ready),
             # (idle: the head's first element, read at the start edge whatever came before)
@@ -95,7 +108,7 @@ class StoreModule(wiring.Component):
         with m.If(self.idle):
             m.d.sync += [left.eq(area), more.eq(row_start), valid.eq(0)]
         with m.Elif(advance):
-            m.d.sync += [valid.eq(more), s2_data.eq(self.out_rdata)]
+            m.d.sync += valid.eq(more)
             with m.If(more):
                 # (``left ≥ 1`` with ``more``: ``left != 1`` is ``left ≥ 2``, a borrow, a carry
                 # chain and no LUT tree)

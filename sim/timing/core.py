@@ -178,8 +178,7 @@ class Core:
         wr_fire = wr_ready and store.wr_valid()
 
         if self.tracing:
-            self._observe(t, cmds, [fire == 0, fire == 1, fire == 2, wfire], rd_fire,
-                          wr_fire)
+            self._observe(t, [fire == 0, fire == 1, fire == 2, wfire], rd_fire, wr_fire)
 
         # Errors, FINISH, deadlock, done.
         running = self.running
@@ -346,7 +345,8 @@ def _snapshot(self) -> tuple:
             len(m.acks), m.slot, m.write_turn, m.bursts, arb.ptr, arb.gnt, arb.writes,
             arb.skid, arb.skid and arb.skid_last, *(sl.state() for sl in arb.slices),
             *(sl.state() for sl in arb.cmd_slices), f.slice.state(),
-            f.fsm, f.index, len(f.buf), f.delivered, f.inflight, fr.iw.left, fr.active, fr.cnt,
+            f.fsm, f.index, len(f.buf), f.delivered, f.inflight,
+            f.w1 is None, f.w1_done, fr.iw.left, fr.active, fr.cnt,
             fr.lane, ld.fsm, ld.index, id(la), la.fsm, la.r, lr.iw.left, lr.active,
             lr.cnt, lr.lane, lr.left,
             cp.fsm, cp.index, id(ca), ca.fsm, ca.r, cr.iw.left, cr.active, cr.cnt,
@@ -559,7 +559,7 @@ def _enable_trace(self) -> None:
 _CLIENTS = ("fetch", "load", "compute", "store")
 
 
-def _observe(self, t, cmds, cmd_fire, rd_fire, wr_fire) -> None:
+def _observe(self, t, cmd_fire, rd_fire, wr_fire) -> None:
     # (a read command waits at its client or in its command slice until it fires)
     held = [sl.main is not None for sl in self.arb.cmd_slices] + [False]
     pend = (self.fetch.cmd(), self.load.cmd(), self.compute.cmd(), self.store.cmd())
@@ -597,7 +597,6 @@ def _close_spans(self) -> None:
     self._since.clear()
 
 
-Core.observe = _observe
 Core._observe = _observe
 Core._span = _span
 Core.close_spans = _close_spans

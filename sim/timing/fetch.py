@@ -24,10 +24,12 @@ def fetch_buffer_depth(cfg: VTAConfig) -> tuple[int, int]:
 
 class FetchModule:
     """``hw.fetch.FetchModule``: ``start`` in *c* → the reader offers its first burst in
-    *c* + 1; the port's beats pass a slice of their own before the reader (``slice``).
-    Instructions enter a buffer of 2P entries; a burst is requested (ahead of the
-    data) only while the level plus P per burst in flight plus P fit in 2P. An instruction written into the buffer in *t* can be dispatched from
-    *t* + 1, one per cycle, stalling while its command queue is full (head-of-line). Field
+    *c* + 1; the port's beats pass a slice of their own before the reader (``slice``), and
+    each instruction the reader completes one register (``w1``, with its burst's end
+    ``w1_done``) before the buffer. Instructions enter a buffer of 2P entries; a burst is
+    requested (ahead of the data) only while the level plus P per burst in flight plus P fit
+    in 2P (a burst is in flight until its last instruction is written). An instruction
+    written into the buffer in *t* can be dispatched from *t* + 1, one per cycle, stalling while its command queue is full (head-of-line). Field
     errors are raised when the instruction reaches the dispatch point; fetch then stops.
     """
 
@@ -44,6 +46,8 @@ class FetchModule:
         self.slice = SliceTiming()  # the beats pass it before the reader
         self.delivered = 0       # elements the reader has delivered so far
         self.inflight = 0        # bursts requested and not complete
+        self.w1 = None           # the decoded instruction in the register before the buffer
+        self.w1_done = False     # ... and whether it ends its burst
         # combinational outputs of the current cycle
         self.busy = self.stall = self.quiet = self.all_dispatched = False
         self.err = 0
@@ -88,7 +92,7 @@ class FetchModule:
         """The clock edge; ``rd_valid``/``rd_last``: the beat offered at the port."""
         sl = self.slice
         if not (cmd_fire or rd_valid) and sl.main is None and self.dispatch is None and \
-                self.fsm != F_IDLE and not self.err:
+                self.w1 is None and not self.w1_done and self.fsm != F_IDLE and not self.err:
             return              # no beat, no command, nothing dispatched: no change
         reader = self.reader
         # the reader sees the slice's main register
@@ -99,22 +103,24 @@ class FetchModule:
         out_valid = reader.out_valid(rd_valid)
         fsm = self.fsm
         rstart = fsm == F_IDLE and start and self.insn_count != 0 and not self.err
-        if rd_valid and rd_last and reader.rd_ready(True):
+        if self.w1_done:
             self.inflight -= 1
         if cmd_fire:
             self.inflight += 1
+        self.w1_done = rd_valid and rd_last and reader.rd_ready(True)
         if rstart or cmd_fire or rd_valid:
             reader.update(rstart, self.insn_addr, self.insn_count, 1, 0, cmd_fire, rd_valid, True)
         popped = None
         if self.dispatch is not None:
             popped = self.buf.popleft()
+        if self.w1 is not None and self.running and \
+                len(self.buf) + (popped is not None) != self.depth:
+            self.buf.append(self.w1)
+        self.w1 = None
         if out_valid:
-            k = self.delivered
+            a = self.insn_addr + 16 * self.delivered
             self.delivered += 1
-            if self.running and len(self.buf) + (popped is not None) != self.depth:
-                a = self.insn_addr + 16 * k
-                word = int.from_bytes(self.dram[a:a + 16].tobytes(), "little")
-                self.buf.append(self.decoder(word))
+            self.w1 = self.decoder(int.from_bytes(self.dram[a:a + 16].tobytes(), "little"))
         if fsm == F_IDLE:
             if start:
                 self.index = 0

@@ -121,6 +121,7 @@ class PeriodSkipper:
                *(sl.state() for sl in arb.slices), f.slice.state(),
                arb.cmd_slices[0].state(), *(_held(sl)[0] for sl in arb.cmd_slices[1:]),
                f.fsm, f.running, f.index, len(f.buf), f.delivered, f.inflight,
+               f.w1 is None, f.w1_done,
                fr.active, fr.cnt, fr.lane, fr.left, fr.iw.cur, fr.iw.left,
                *core.tokens.count,
                core.load.fsm, core.load.index, core.load.active is core.load.wgt,

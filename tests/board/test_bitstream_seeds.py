@@ -105,3 +105,40 @@ def test_a_run_past_its_bound_is_stopped(tmp_path):
 def test_cli_refuses_impossible_seed_counts(args, capsys, tmp_path):
     assert main(["bitstream", *args, "-q", "-o", str(tmp_path)]) == 2
     assert "--seeds" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_a_laggard_seed_is_stopped_once_another_has_finished(tmp_path):
+    """A seed still running LAGGARD_FACTOR times as long as the first finished one is stopped,
+    without an error; the build keeps the finished seeds and reports the stopped one."""
+    env = _fake_nextpnr(tmp_path)
+    fake = tmp_path / "nextpnr-fake"
+    # seed 2 never finishes (a router that does not converge); seed 1 takes about 1 s
+    fake.write_text(FAKE_NEXTPNR.replace("seed = int(a[a.index(\"--seed\") + 1])\n",
+                                         "seed = int(a[a.index(\"--seed\") + 1])\n"
+                                         "import time; time.sleep(600 if seed == 2 else 1)\n"))
+    t0 = time.monotonic()
+    best, pnr, fmax = _place_and_route(PLATFORM, tmp_path, range(1, 3), env,
+                                       Progress(enabled=False), timeout=300)
+    assert time.monotonic() - t0 < 60                # stopped after ~2 s, not at the bound
+    assert best == 1 and fmax == {1: 70.0, 2: None} and core_fmax(pnr) == 70.0
+    cfg = load_config("ecp5-small")
+    r = make_report(get_board("ulx3s-85f"), cfg, pnr, {}, Ulx3sTop(cfg), seed=best,
+                    versions={}, seconds=1.0, seeds_fmax=fmax)
+    assert json.loads(json.dumps(r))["seeds"] == {"1": 70.0, "2": None}
+    assert "seed 1 (the fastest of seeds 1, 2: 70.00, stopped MHz)" in summary_text(r)
+
+
+def test_without_laggards_every_run_is_waited_for(tmp_path):
+    quick = _Job([sys.executable, "-c", "import time; time.sleep(0.2)"],
+                 tmp_path / "a.log", tmp_path / "a.tim", "seed 1")
+    slow = _Job([sys.executable, "-c", "import time; time.sleep(2); print('done')"],
+                tmp_path / "b.log", tmp_path / "b.tim", "seed 2")
+    stopped = _run_all("nextpnr", [quick, slow], tmp_path, dict(os.environ),
+                       Progress(enabled=False), timeout=60, parallel=2)
+    assert stopped == [] and (tmp_path / "b.log").read_text() == "done\n"
+    sleeper = _Job([sys.executable, "-c", "import time; time.sleep(60)"],
+                   tmp_path / "c.log", tmp_path / "c.tim", "seed 3")
+    t0 = time.monotonic()
+    stopped = _run_all("nextpnr", [quick, sleeper], tmp_path, dict(os.environ),
+                       Progress(enabled=False), timeout=60, parallel=2, laggards=2.0)
+    assert stopped == [sleeper] and time.monotonic() - t0 < 30

@@ -10,6 +10,7 @@ from amaranth.hdl import Elaboratable, Module, Value
 from amaranth.lib.memory import Memory
 
 from hw.alu import TensorAlu
+from hw.compute import acc_buffer
 from hw.fields import uop
 from isa.arch import ALU_LATENCY
 from isa.config import load_config
@@ -36,10 +37,9 @@ class _Bench(Elaboratable):
         m = Module()
         m.submodules.alu = alu = self.alu
         m.submodules.ubuf = ubuf = Memory(shape=32, depth=CFG.uop_depth, init=self.uops)
-        m.submodules.abuf = abuf = Memory(shape=CFG.acc_elem_bits, depth=CFG.acc_depth,
-                                          init=self.acc)
-        ur, ra, rb, w = ubuf.read_port(), abuf.read_port(), abuf.read_port(), abuf.write_port()
-        self.abuf = abuf
+        w, (ra, rb) = acc_buffer(m, CFG, init=self.acc)
+        self.abuf = m.submodules.acc_buf
+        ur = ubuf.read_port()
         m.d.comb += [ur.addr.eq(alu.uop_raddr), alu.uop_rdata.eq(ur.data),
                      ra.addr.eq(alu.acc_raddr), alu.acc_rdata.eq(ra.data),
                      rb.addr.eq(alu.src_raddr), alu.src_rdata.eq(rb.data),

@@ -7,8 +7,9 @@ import pytest
 from amaranth.hdl import Elaboratable, Module, Value
 from amaranth.lib.memory import Memory
 
+from hw.compute import acc_buffer
 from hw.fields import uop
-from hw.gemm import GemmCore
+from hw.gemm import GemmCore, operand_buffer
 from isa.arch import GEMM_LATENCY
 from isa.config import load_config
 
@@ -54,15 +55,11 @@ class _Bench(Elaboratable):
         m.submodules.gemm = g = self.gemm
         uops, inp, wgt, acc = self.init
         m.submodules.ubuf = ubuf = Memory(shape=32, depth=CFG.uop_depth, init=uops)
-        m.submodules.ibuf = ibuf = Memory(shape=CFG.inp_elem_bits, depth=CFG.inp_depth,
-                                          init=inp)
-        m.submodules.wbuf = wbuf = Memory(shape=CFG.wgt_elem_bits, depth=CFG.wgt_depth,
-                                          init=wgt)
-        m.submodules.abuf = abuf = Memory(shape=CFG.acc_elem_bits, depth=CFG.acc_depth,
-                                          init=acc)
-        self.abuf = abuf
-        ur, ir, wr = ubuf.read_port(), ibuf.read_port(), wbuf.read_port()
-        ar, aw = abuf.read_port(), abuf.write_port()
+        _, ir = operand_buffer(m, "ibuf", CFG.inp_elem_bits, CFG.inp_depth, init=inp)
+        _, wr = operand_buffer(m, "wbuf", CFG.wgt_elem_bits, CFG.wgt_depth, init=wgt)
+        aw, (ar, _) = acc_buffer(m, CFG, init=acc)
+        self.abuf = m.submodules.acc_buf
+        ur = ubuf.read_port()
         m.d.comb += [ur.addr.eq(g.uop_raddr), g.uop_rdata.eq(ur.data),
                      ir.addr.eq(g.inp_raddr), g.inp_rdata.eq(ir.data),
                      wr.addr.eq(g.wgt_raddr), g.wgt_rdata.eq(wr.data),

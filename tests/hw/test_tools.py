@@ -71,10 +71,11 @@ def test_gemm_sustains_one_micro_op_per_cycle_with_back_to_back_accumulation():
     # documented constant of this program (docs/hardware.md, "Worked example"): the first
     # instruction waits HEAD_SETTLE cycles at the compute queue's head, the others are hidden
     from isa.arch import HEAD_SETTLE
-    # 40: GEMM_LATENCY 9 (34 at 5); fetch's and the micro-op load's read commands each pass
+    # 41: GEMM_LATENCY 9 (34 at 5); fetch's and the micro-op load's read commands each pass
     # their command slice and wait a cycle for the arbiter's registered grant; fetch's beats
-    # pass two slices (the arbiter's and its own), the micro-op's one
-    assert cycles[0] == 1 + 40 + HEAD_SETTLE
+    # pass two slices (the arbiter's and its own), the micro-op's one; fetch's instructions
+    # one register before its buffer
+    assert cycles[0] == 1 + 41 + HEAD_SETTLE
 
 
 def test_run_image_returns_dram_cycles_counters_and_writes_a_waveform(tmp_path):
