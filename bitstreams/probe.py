@@ -65,7 +65,7 @@ class GemmWithBuffers(wiring.Component):
 
     def elaborate(self, platform):
         from amaranth.lib.memory import Memory
-        from hw.compute import acc_buffer
+        from hw.compute import acc_buffer, uop_buffer
         from hw.gemm import GemmCore, operand_buffer
         m = Module()
         cfg = self._cfg
@@ -78,6 +78,8 @@ class GemmWithBuffers(wiring.Component):
                 w, (r, _) = acc_buffer(m, cfg, platform=platform)
             elif b in ("inp", "wgt"):       # the core's, read through output registers
                 w, r = operand_buffer(m, f"{b}_buf", width, 1 << log_depth, platform=platform)
+            elif b == "uop":                # the compute module's (the GEMM never holds it)
+                w, r = uop_buffer(m, cfg, platform=platform)
             else:
                 m.submodules[b] = mem = Memory(shape=width, depth=1 << log_depth, init=[])
                 w, r = mem.write_port(), mem.read_port()

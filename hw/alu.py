@@ -196,6 +196,7 @@ class TensorAlu(wiring.Component):
         super().__init__({
             "start": In(1), "insn": In(alu_insn(cfg)), "busy": Out(1), "err": Out(1),
             "uop_raddr": Out(cfg.log_uop_depth), "uop_rdata": In(32),
+            "uop_hold": Out(1),     # the UOP block RAM's output register holds (S0 stalls)
             "acc_raddr": Out(cfg.log_acc_depth), "acc_rdata": In(cfg.acc_elem_bits),
             "src_raddr": Out(cfg.log_acc_depth), "src_rdata": In(cfg.acc_elem_bits),
             "acc_waddr": Out(cfg.log_acc_depth), "acc_wdata": Out(cfg.acc_elem_bits),
@@ -253,9 +254,12 @@ class TensorAlu(wiring.Component):
         # among its loads, 2.55 ns from its compare, ecp5-large's worst path at 100 MHz;
         # §12 session 21)
         loop_hold = Signal(name="loop_hold", attrs={"keep": 1})
-        m.d.comb += loop.hold.eq(loop_hold)
+        m.d.comb += [loop.hold.eq(loop_hold), self.uop_hold.eq(loop_hold)]
         d1, s1, dover1, sover1 = Signal(wd), Signal(ws), Signal(), Signal()
-        u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
+        # S0's micro-op: the UOP block RAM's output register, held with S0 (``uop_hold``;
+        # ``hw.compute.uop_buffer``), so no adder follows the block RAM's latch
+        u = Signal(uop(cfg))
+        m.d.comb += u.eq(self.uop_rdata)
         d2, s2, bad = Signal(L), Signal(L), Signal()
         m.d.sync += [v[1].eq(Mux(stall, v[1], loop.valid) & ~self.err),
                      v[2].eq(Mux(stall, v[2], v[1]) & ~self.err)]
@@ -269,7 +273,6 @@ class TensorAlu(wiring.Component):
         with m.If(~stall):
             m.d.sync += [d1.eq(loop.dst_off), s1.eq(loop.src_off),
                          dover1.eq(loop.dst_over), sover1.eq(loop.src_over),
-                         u.eq(self.uop_rdata),
                          d2.eq(sum_d), s2.eq(sum_s),
                          bad.eq(bad1)]
         # S2's err = v2 & bad, a register too (loaded with the next v2 & bad)

@@ -19,7 +19,7 @@ from .gemm import GemmCore
 from .modcommon import error_index, module_members, mux_ports, raise_error, start_decision
 from .sram import block_ram
 
-__all__ = ["ComputeModule", "acc_buffer", "narrow"]
+__all__ = ["ComputeModule", "acc_buffer", "narrow", "uop_buffer"]
 
 # The head decode's two register stages (ComputeModule._head_decode) settle before a start.
 assert HEAD_SETTLE >= 3
@@ -45,6 +45,16 @@ def acc_buffer(m: Module, cfg: VTAConfig, *, platform=None, init=None):
     GEMM and the ALU forward it). ``init``: test benches."""
     return block_ram(m, "acc_buf", shape=cfg.acc_elem_bits, depth=cfg.acc_depth, reads=2,
                      out_reg=True, write_reg=True, platform=platform, init=init)
+
+
+def uop_buffer(m: Module, cfg: VTAConfig, *, platform=None, init=None):
+    """The UOP buffer ``uop_buf``: (write port, read port), the read through the block RAM's
+    own output register with its own enable (``out_en``): the GEMM's and the ALU's S0
+    micro-op register ``u`` (the block RAM's clock-to-output and a route into ``u`` were
+    ecp5-large's worst path at 100 MHz, §12 session 22). ``init``: test benches."""
+    wp, (rp,) = block_ram(m, "uop_buf", shape=32, depth=cfg.uop_depth, out_reg=True,
+                          out_en=True, platform=platform, init=init)
+    return wp, rp
 
 
 class ComputeModule(wiring.Component):
@@ -80,7 +90,7 @@ class ComputeModule(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        uop_w, (uop_r,) = block_ram(m, "uop_buf", shape=32, depth=cfg.uop_depth)
+        uop_w, uop_r = uop_buffer(m, cfg, platform=platform)
         acc_w, (acc_ra, acc_rb) = acc_buffer(m, cfg, platform=platform)
 
         m.submodules.ld_uop = ld_uop = TensorLoader(cfg, elem_bytes=cfg.uop_elem_bytes,
@@ -133,6 +143,9 @@ class ComputeModule(wiring.Component):
             # both (asserted above), so one multiplexer selected by a register suffices
             uop_r.addr.eq(Mux(is_gemm, gemm.uop_raddr, alu.uop_raddr)),
             gemm.uop_rdata.eq(uop_r.data), alu.uop_rdata.eq(uop_r.data),
+            # the output register (the units' S0 micro-op) holds while the ALU stalls; the
+            # GEMM never holds, and the ALU's stall is low while it does not run
+            uop_r.out_en.eq(~alu.uop_hold),
             acc_ra.addr.eq(Mux(is_gemm, gemm.acc_raddr, alu.acc_raddr)),
             gemm.acc_rdata.eq(acc_ra.data), alu.acc_rdata.eq(acc_ra.data),
             acc_rb.addr.eq(alu.src_raddr), alu.src_rdata.eq(acc_rb.data),

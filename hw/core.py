@@ -101,6 +101,7 @@ class VTACore(wiring.Component):
             out_w.addr.eq(compute.out_waddr), out_w.data.eq(compute.out_wdata),
             out_w.en.eq(compute.out_wen),
             out_r.addr.eq(store.out_raddr), out_r.en.eq(store.out_ren),
+            out_r.out_en.eq(store.out_ren),
             store.out_rdata.eq(out_r.data),
         ]
 

@@ -112,8 +112,10 @@ class GemmCore(wiring.Component):
             m.d.sync += [off1[n].eq(getattr(loop, f"{n}_off")),
                          over1[n].eq(getattr(loop, f"{n}_over"))]
         # S1: indices (field + offset, one bit wider than both)
-        u = Signal(uop(cfg))                # registered in S0: no adder after the block RAM
-        m.d.sync += u.eq(self.uop_rdata)
+        # S0's micro-op: the UOP block RAM's output register (``hw.compute.uop_buffer``), so
+        # no adder follows the block RAM's latch
+        u = Signal(uop(cfg))
+        m.d.comb += u.eq(self.uop_rdata)
         v2 = Signal()
         idx2 = {n: Signal(widths[n] + 1, name=f"{n}2") for n in names}
         m.d.sync += v2.eq(v1 & ~self.err)

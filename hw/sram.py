@@ -58,10 +58,12 @@ def poisoned_collisions():
 
 @dataclass(frozen=True)
 class ReadPort:
-    """A read port's ``addr``, ``en`` and ``data`` (a poisoned, registered or DP16KD read)."""
+    """A read port's ``addr``, ``en`` and ``data`` (a poisoned, registered or DP16KD read),
+    and the output register's enable ``out_en`` (``block_ram``'s ``out_en``; else None)."""
     addr: Signal
     en: Signal
     data: Signal
+    out_en: Signal | None = None
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,8 @@ def block_ram(m: Module, name: str, *, shape, depth: int, reads: int = 1,
     that data (so two cycles after the address; reset to zero). On an ECP5 ``platform`` this
     is the DP16KD's own output register (``REGMODE = "OUTREG"``; a copy of the memory per
     read port), so the register's users see no block-RAM clock-to-output (5.6 ns,
-    docs/hardware.md §12). ``out_en``: that register loads only while the port's ``en`` is
-    high (the latch and the register advance together; DP16KD's ``OCE``).
+    docs/hardware.md §12). ``out_en``: that register loads only while the port's ``out_en``
+    (DP16KD's ``OCE``; reset high) is high.
 
     ``write_reg``: the write port's address, data and enable pass a register before the
     memory, so a write presented in cycle *w* lands in *w* + 1 (a read issued in *w* + 1
@@ -133,12 +135,13 @@ def on_ecp5(platform) -> bool:
 
 
 def _registered(m: Module, name: str, rp, width: int, out_en: bool) -> ReadPort:
-    # the model of the DP16KD's output register (OCE high or the port's enable, reset with
-    # the domain)
+    # the model of the DP16KD's output register (OCE high or ``out_en``, reset with the
+    # domain)
     data = Signal(width, name=f"{name}_q")
-    with m.If(rp.en if out_en else 1):
+    oce = Signal(name=f"{name}_oce", init=1) if out_en else None
+    with m.If(oce if out_en else 1):
         m.d.sync += data.eq(rp.data)
-    return ReadPort(rp.addr, rp.en, data)
+    return ReadPort(rp.addr, rp.en, data, oce)
 
 
 #: DP16KD modes: data width for each depth a single block holds (36 bits wide only as a
@@ -211,7 +214,8 @@ def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int, out_en
         sfx = f"_r{r}" if reads > 1 else ""
         rp = ReadPort(Signal(abits, name=f"{name}{sfx}_raddr"),
                       Signal(name=f"{name}{sfx}_ren", init=1),
-                      Signal(width, name=f"{name}{sfx}_q"))
+                      Signal(width, name=f"{name}{sfx}_q"),
+                      Signal(name=f"{name}{sfx}_oce", init=1) if out_en else None)
         for i, lo in enumerate(range(0, width, bits)):
             n = min(bits, width - lo)
             wdata = Signal(bits, name=f"{name}{sfx}_di{i}")
@@ -219,7 +223,7 @@ def _dp16kd_ram(m: Module, name: str, width: int, depth: int, reads: int, out_en
             m.d.comb += [wdata[:n].eq(wp.data[lo:lo + n]), rp.data[lo:lo + n].eq(dout[:n])]
             m.submodules[f"{name}{sfx}{i}"] = dp16kd(
                 mode=mode, waddr=wp.addr, raddr=rp.addr, wdata=wdata, we=wp.en, ren=rp.en,
-                oce=rp.en if out_en else 1, dout=dout, rst=ResetSignal())
+                oce=rp.out_en if out_en else 1, dout=dout, rst=ResetSignal())
         rps.append(rp)
     return wp, rps
 

@@ -22,7 +22,8 @@ __all__ = ["StoreModule", "out_buffer"]
 def out_buffer(m: Module, cfg: VTAConfig, *, platform=None):
     """The OUT buffer ``out_buf`` (``hw.core``: the compute module writes, STORE reads):
     (write port, read port), the read through the block RAM's own output register, which
-    advances with the read enable (``hw.sram.block_ram``'s ``out_reg``, ``out_en``): the
+    advances with STORE's ``out_ren`` as the latch does (``hw.sram.block_ram``'s ``out_reg``,
+    ``out_en``; ``hw.core`` drives both enables): the
     register STORE's writer reads (Fmax: the block RAM's clock-to-output and a route into a
     fabric register were on ecp5-large's worst list, §12 session 22)."""
     wp, (rp,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth,

@@ -7,10 +7,9 @@ in every cycle (``TensorAlu.invariants``)."""
 import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Value
-from amaranth.lib.memory import Memory
 
 from hw.alu import TensorAlu
-from hw.compute import acc_buffer
+from hw.compute import acc_buffer, uop_buffer
 from hw.fields import uop
 from isa.arch import ALU_LATENCY
 from isa.config import load_config
@@ -36,11 +35,11 @@ class _Bench(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.alu = alu = self.alu
-        m.submodules.ubuf = ubuf = Memory(shape=32, depth=CFG.uop_depth, init=self.uops)
+        _, ur = uop_buffer(m, CFG, init=self.uops)
         w, (ra, rb) = acc_buffer(m, CFG, init=self.acc)
         self.abuf = m.submodules.acc_buf
-        ur = ubuf.read_port()
         m.d.comb += [ur.addr.eq(alu.uop_raddr), alu.uop_rdata.eq(ur.data),
+                     ur.out_en.eq(~alu.uop_hold),
                      ra.addr.eq(alu.acc_raddr), alu.acc_rdata.eq(ra.data),
                      rb.addr.eq(alu.src_raddr), alu.src_rdata.eq(rb.data),
                      w.addr.eq(alu.acc_waddr), w.data.eq(alu.acc_wdata), w.en.eq(alu.acc_wen)]

@@ -5,9 +5,8 @@ latency contract (``GEMM_LATENCY``)."""
 import numpy as np
 import pytest
 from amaranth.hdl import Elaboratable, Module, Value
-from amaranth.lib.memory import Memory
 
-from hw.compute import acc_buffer
+from hw.compute import acc_buffer, uop_buffer
 from hw.fields import uop
 from hw.gemm import GemmCore, operand_buffer
 from isa.arch import GEMM_LATENCY
@@ -54,12 +53,11 @@ class _Bench(Elaboratable):
         m = Module()
         m.submodules.gemm = g = self.gemm
         uops, inp, wgt, acc = self.init
-        m.submodules.ubuf = ubuf = Memory(shape=32, depth=CFG.uop_depth, init=uops)
+        _, ur = uop_buffer(m, CFG, init=uops)
         _, ir = operand_buffer(m, "ibuf", CFG.inp_elem_bits, CFG.inp_depth, init=inp)
         _, wr = operand_buffer(m, "wbuf", CFG.wgt_elem_bits, CFG.wgt_depth, init=wgt)
         aw, (ar, _) = acc_buffer(m, CFG, init=acc)
         self.abuf = m.submodules.acc_buf
-        ur = ubuf.read_port()
         m.d.comb += [ur.addr.eq(g.uop_raddr), g.uop_rdata.eq(ur.data),
                      ir.addr.eq(g.inp_raddr), g.inp_rdata.eq(ir.data),
                      wr.addr.eq(g.wgt_raddr), g.wgt_rdata.eq(wr.data),
