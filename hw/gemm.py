@@ -22,9 +22,12 @@ def operand_buffer(m: Module, name: str, bits: int, depth: int, *, platform=None
     """The INP or WGT buffer (``hw.core``), as the GEMM reads it: (write port, read port),
     the read through the block RAMs' own output register (``hw.sram.block_ram``'s
     ``out_reg``: data two cycles after the address; the GEMM's S3 registers, loaded in every
-    cycle, were that register in fabric). ``init``: test benches."""
-    wp, (rp,) = block_ram(m, name, shape=bits, depth=depth, out_reg=True, platform=platform,
-                          init=init)
+    cycle, were that register in fabric), the write registered beside the block RAMs
+    (``write_reg``: WGT's element is 512 bits over 15 DP16KDs on ecp5-large; a LOAD's last
+    write lands a cycle later, long before any GEMM that waits for its token reads it).
+    ``init``: test benches."""
+    wp, (rp,) = block_ram(m, name, shape=bits, depth=depth, out_reg=True, write_reg=True,
+                          platform=platform, init=init)
     return wp, rp
 
 

@@ -16,11 +16,13 @@ That reasoning is checked, not trusted: elaborated inside :func:`poisoned_collis
 inverse of the old data, and the conformance programs must still give the functional
 simulator's DRAM (tests/hw/test_rtl_collisions.py).
 
-A read register right behind a block RAM (the command queues' heads) can be the memory's own
+A read register right behind a block RAM (the command queues' heads, and every buffer's
+reader: the ACC, UOP, INP, WGT and OUT data registers) can be the memory's own
 (``out_reg``): on an ECP5 the DP16KD's output register, instantiated here because Yosys never
 infers it; elsewhere a fabric register that behaves alike. Such a memory's writes go straight
-to its block RAMs, where Yosys's collision emulation puts a register beside each block RAM on
-the write data (docs/hardware.md §12 session 20: that matters for wide buffers).
+to its block RAMs, where Yosys's collision emulation put a register beside each block RAM on
+the write data (docs/hardware.md §12 session 20: that matters for wide buffers), unless
+``write_reg`` puts it back (the ACC buffer: its readers forward the write it delays).
 """
 
 from __future__ import annotations
