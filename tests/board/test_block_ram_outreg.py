@@ -30,20 +30,24 @@ def _dp16kds(text):
 
 
 class _Ram(wiring.Component):
-    def __init__(self, width, depth, reads=1):
+    def __init__(self, width, depth, reads=1, out_en=False, write_reg=False):
         self._width, self._depth, self._reads = width, depth, reads
+        self._out_en, self._write_reg = out_en, write_reg
         abits = (depth - 1).bit_length()
         super().__init__({"waddr": In(abits), "wdata": In(width), "we": In(1),
-                          "raddr": In(abits), "ren": In(1), "q": Out(width),
-                          "q2": Out(width)})
+                          "raddr": In(abits), "ren": In(1), "oce": In(1, init=1),
+                          "q": Out(width), "q2": Out(width)})
 
     def elaborate(self, platform):
         m = Module()
         wp, rps = block_ram(m, "ram", shape=self._width, depth=self._depth, out_reg=True,
-                            reads=self._reads, platform=platform)
+                            reads=self._reads, out_en=self._out_en,
+                            write_reg=self._write_reg, platform=platform)
         m.d.comb += [wp.addr.eq(self.waddr), wp.data.eq(self.wdata), wp.en.eq(self.we)]
         for rp, q in zip(rps, (self.q, self.q2)):
             m.d.comb += [rp.addr.eq(self.raddr), rp.en.eq(self.ren), q.eq(rp.data)]
+            if self._out_en:
+                m.d.comb += rp.out_en.eq(self.oce)
         return m
 
 
@@ -96,3 +100,57 @@ def test_two_read_ports_are_two_copies_written_alike():
     assert len(insts) == 2
     assert {pins["DIA0"] for _, pins in insts} == {"wdata[0]"}
     assert {pins["CEA"] for _, pins in insts} == {"we"}
+
+
+def test_out_en_is_the_output_registers_clock_enable():
+    text = verilog.convert(_Ram(36, 512, out_en=True), platform=ULX3S_85F_Platform(),
+                           name="r", emit_src=False)
+    (params, pins), = _dp16kds(text)
+    assert pins["OCEB"] == pins["OCEA"] != "1'h1" and pins["CEB"] == "ren"
+
+
+def test_write_reg_writes_from_registers():
+    text = verilog.convert(_Ram(36, 512, write_reg=True), platform=ULX3S_85F_Platform(),
+                           name="r", emit_src=False)
+    (params, pins), = _dp16kds(text)
+    # the data, address and enable pins come from the write registers, not the inputs
+    assert pins["CEA"] != "we" and "ram_w1_en" in text and "ram_w1_data" in text
+    assert "wdata[0]" not in pins["DIA0"]
+
+
+def test_registered_write_and_held_output_in_simulation():
+    """The fabric model: a write presented in *w* lands in *w* + 1 (a read issued then still
+    gets the old word), so a read issued in *w* + 2 sees it, two cycles later; the output
+    register holds while ``out_en`` is low."""
+    from amaranth.sim import Simulator
+
+    dut = _Ram(16, 512, out_en=True, write_reg=True)
+    seen = {}
+
+    async def bench(ctx):
+        ctx.set(dut.ren, 1)
+        ctx.set(dut.raddr, 5)
+        ctx.set(dut.waddr, 5)
+        ctx.set(dut.wdata, 0xBEEF)
+        ctx.set(dut.we, 1)                      # presented in w
+        await ctx.tick()
+        ctx.set(dut.we, 0)                      # w + 1: it lands at the end of this cycle
+        await ctx.tick()
+        await ctx.tick()
+        seen["w+1"] = ctx.get(dut.q)            # the read issued in w + 1, in w + 3
+        await ctx.tick()
+        seen["w+2"] = ctx.get(dut.q)            # the read issued in w + 2, in w + 4
+        ctx.set(dut.raddr, 6)
+        ctx.set(dut.oce, 0)                     # hold: the register keeps 0xBEEF
+        for _ in range(3):
+            await ctx.tick()
+        seen["held"] = ctx.get(dut.q)
+        ctx.set(dut.oce, 1)
+        await ctx.tick()
+        seen["after"] = ctx.get(dut.q)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == {"w+1": 0, "w+2": 0xBEEF, "held": 0xBEEF, "after": 0}
