@@ -1,7 +1,9 @@
 """``hw.sram.block_ram(out_reg=True)``: on an ECP5 platform the read data register is the
-DP16KD's own output register (the command queues' heads, docs/hardware.md §12 session 20);
-elsewhere an inferred memory and a fabric register of the same behaviour, which the queue
-tests (tests/hw/test_blocks.py, the RTL conformance runs) simulate."""
+DP16KD's own output register (the command queues' heads, docs/hardware.md §12 session 20; the
+buffers' readers, session 22), with its own clock enable (``out_en``) where asked, and the
+write registered before the memory (``write_reg``); elsewhere an inferred memory and fabric
+registers of the same behaviour, which the unit tests and the RTL conformance runs
+simulate."""
 
 import math
 import re
