@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,8 +42,8 @@ class GemmCore(wiring.Component):
     for N + 9 cycles. Pipeline: S0 micro-op read; S1 indices = micro-op field + loop offset,
     and their range check, into registers; S2 ``err``, INP/WGT reads; S3 INP/WGT data in
     the block RAMs' output registers (``inp_rdata``/``wgt_rdata`` two cycles after the
-    address, :func:`operand_buffer`); S4 the operands into the multipliers' input registers (``hw.dsp``); S5
-    products in the multipliers' output registers, ACC read; S6 products copied into fabric
+    address, :func:`operand_buffer`); S4 the operands into the multipliers' input registers
+    (``hw.dsp``); S5 products in the multipliers' output registers, ACC read; S6 products copied into fabric
     registers (a route only), ACC data in the block RAM's output register; S7 half sums
     registered, ACC operand registered (the data or forwarded); S8 operand + half sums into a
     result register; S9 write. The ACC port is the compute module's: ``acc_rdata`` is the
@@ -217,22 +217,21 @@ class GemmCore(wiring.Component):
         # S6: who writes a6's entry last among those S7's select sees (newest wins), one-hot,
         # from index compares made a cycle ahead and registered (S5's a5 is S6's a6 then, and
         # what is in S8, S9 and the last two writes was in S7, S8, S9 and S10: no stage holds)
-        f9, f_last, f_last2, f_last3 = (Signal(name=n)
-                                        for n in ("f9", "f_last", "f_last2", "f_last3"))
-        m.d.sync += [f9.eq(v7 & (a7 == a5)), f_last.eq(v8 & (a8 == a5)),
-                     f_last2.eq(v9 & (a9 == a5)), f_last3.eq(v10 & (a10 == a5))]
-        sel = {n: Signal(name=f"sel7_{n}") for n in ("r9", "last", "last2", "last3", "data")}
-        m.d.sync += [sel["r9"].eq(f9), sel["last"].eq(~f9 & f_last),
-                     sel["last2"].eq(~f9 & ~f_last & f_last2),
-                     sel["last3"].eq(~f9 & ~f_last & ~f_last2 & f_last3),
-                     sel["data"].eq(~f9 & ~f_last & ~f_last2 & ~f_last3)]
+        writers = (("r9", v7, a7, r9), ("last", v8, a8, last_data),
+                   ("last2", v9, a9, last2_data), ("last3", v10, a10, last3_data))
+        choices, older = [], C(0, 1)
+        for name, vk, ak, data in writers:       # newest first
+            f = Signal(name=f"f_{name}")
+            sel = Signal(name=f"sel7_{name}")
+            m.d.sync += [f.eq(vk & (ak == a5)), sel.eq(~older & f)]
+            older = older | f
+            choices.append((sel, data))
+        sel_data = Signal(name="sel7_data")
+        m.d.sync += sel_data.eq(~older)
         hit8 = Signal()
         m.d.sync += [
             v8.eq(v7), a8.eq(a7), hit8.eq(v8 & (a8 == a7)), v10.eq(v9), a10.eq(a9),
-            acc8.eq(one_hot(cfg.acc_elem_bits, [(sel["r9"], r9), (sel["last"], last_data),
-                                                 (sel["last2"], last2_data),
-                                                 (sel["last3"], last3_data),
-                                                 (sel["data"], data7)])),
+            acc8.eq(one_hot(cfg.acc_elem_bits, [*choices, (sel_data, data7)])),
         ]
         acc_in = Signal(cfg.acc_elem_bits)
         m.d.comb += acc_in.eq(Mux(hit8, r9, acc8))

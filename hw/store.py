@@ -23,8 +23,7 @@ def out_buffer(m: Module, cfg: VTAConfig, *, platform=None):
     """The OUT buffer ``out_buf`` (``hw.core``: the compute module writes, STORE reads):
     (write port, read port), the read through the block RAM's own output register, which
     advances with STORE's ``out_ren`` as the latch does (``hw.sram.block_ram``'s ``out_reg``,
-    ``out_en``; ``hw.core`` drives both enables): the
-    register STORE's writer reads (Fmax: the block RAM's clock-to-output and a route into a
+    ``out_en``; ``hw.core`` drives both enables): the register STORE's writer reads (Fmax: the block RAM's clock-to-output and a route into a
     fabric register were on ecp5-large's worst list, §12 session 22)."""
     wp, (rp,) = block_ram(m, "out_buf", shape=cfg.out_elem_bits, depth=cfg.acc_depth,
                           out_reg=True, out_en=True, platform=platform)
